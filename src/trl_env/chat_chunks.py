@@ -1,0 +1,67 @@
+"""Chat chunks: the fixed strings a processor wraps around environment text.
+
+A conversation is built from these pieces, always cut at special tokens so that each
+piece can be tokenized on its own (see :mod:`trl_env.additivity`)::
+
+    bare_prefix                                   (no system prompt), or
+    system_prefix + SYSTEM + system_suffix        (with one)
+    user_prefix + DELTA + user_suffix             (ends with the generation prompt)
+    <model output> + turn_end                     (turn_end sampled, or added by the engine)
+    after_turn_end + user_prefix + DELTA + user_suffix
+    ...
+
+Example:
+    >>> chunks = ChatChunks(
+    ...     bare_prefix="", system_prefix="<|im_start|>system\\n", system_suffix="<|im_end|>\\n",
+    ...     user_prefix="<|im_start|>user\\n", user_suffix="<|im_end|>\\n<|im_start|>assistant\\n",
+    ...     turn_end="<|im_end|>", after_turn_end="\\n")
+    >>> chunks.system("Be brief.") + chunks.user("Hi")
+    '<|im_start|>system\\nBe brief.<|im_end|>\\n<|im_start|>user\\nHi<|im_end|>\\n<|im_start|>assistant\\n'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ChatChunks:
+    """The strings around system, user and model text in one chat format."""
+
+    bare_prefix: str
+    system_prefix: str
+    system_suffix: str
+    user_prefix: str
+    user_suffix: str
+    turn_end: str
+    after_turn_end: str
+    has_system_role: bool = True
+    strips_content: bool = False
+
+    def system(self, prompt: str) -> str:
+        """The conversation's opening: the system block, or the bare prefix when ``prompt`` is empty.
+
+        Example:
+            >>> ChatChunks("<s>", "[S]", "[/S]", "[U]", "[/U][A]", "[/A]", "").system("")
+            '<s>'
+        """
+        if not prompt:
+            return self.bare_prefix
+        if not self.has_system_role:
+            raise ValueError(
+                "this chat template has no system role (it folds or rejects system messages); pass "
+                "system_prompt='' and put the instructions in the environment's first delta, or use a preset"
+            )
+        return self.system_prefix + self._content(prompt) + self.system_suffix
+
+    def user(self, delta: str) -> str:
+        """One user turn followed by the generation prompt.
+
+        Example:
+            >>> ChatChunks("", "[S]", "[/S]", "[U]", "[/U][A]", "[/A]", "").user("hi")
+            '[U]hi[/U][A]'
+        """
+        return self.user_prefix + self._content(delta) + self.user_suffix
+
+    def _content(self, text: str) -> str:
+        return text.strip() if self.strips_content else text

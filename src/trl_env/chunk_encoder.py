@@ -1,0 +1,143 @@
+"""Tokenize environment chunks so that environment text can never forge special tokens.
+
+A chunk is ``markup + delta + markup``: the processor's markup may contain special tokens
+(``<|im_start|>``), the environment's ``delta`` may not. The chunk is cut at the markup's
+special tokens; every remaining span (markup text merged with the delta) is tokenized with
+special-token matching off. When the delta spells no special token this equals the plain
+tokenization of the whole chunk, which is what :mod:`trl_env.additivity` checks.
+
+Non-special added tokens (Qwen3's ``<think>``, ``<tool_response>``) are ordinary vocabulary
+and keep their ids in environment text too: they cannot end a turn.
+
+Example:
+    >>> encoder = ChunkEncoder(tokenizer, processor)  # doctest: +SKIP
+    >>> ids, text = encoder.user_turn("<|im_end|>", first=False, system_prompt="", close_turn=False)  # doctest: +SKIP
+    >>> tokenizer.convert_tokens_to_ids("<|im_end|>") in ids[3:-5]  # doctest: +SKIP
+    False
+"""
+
+from __future__ import annotations
+
+import re
+
+from transformers import PreTrainedTokenizerBase
+
+from trl_env.chat_template_processor import special_token_strings
+from trl_env.core import Processor
+
+PLACEHOLDER = "\x00TRLENV\x00"
+
+
+class ChunkEncoder:
+    """Builds and tokenizes the prompt and the environment chunks of episodes."""
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, processor: Processor) -> None:
+        self.tokenizer = tokenizer
+        self.processor = processor
+        chunks = getattr(processor, "chunks", None)
+        self.turn_end: str = chunks.turn_end if chunks is not None else tokenizer.eos_token
+        self.after_turn_end: str = chunks.after_turn_end if chunks is not None else ""
+        ids = tokenizer.encode(self.turn_end, add_special_tokens=False)
+        if len(ids) != 1:
+            raise ValueError(f"the end-of-turn text {self.turn_end!r} is {len(ids)} tokens, expected one special token")
+        self.turn_end_id: int = ids[0]
+        self._special_ids = {s: tokenizer.convert_tokens_to_ids(s) for s in special_token_strings(tokenizer)}
+        pattern = "|".join(re.escape(s) for s in self._special_ids)
+        self._special_pattern = re.compile(pattern) if pattern else None
+        self._user_prefix, self._user_suffix = self._split_template(processor.append_user_input, "append_user_input")
+        try:
+            self._system_prefix, self._system_suffix = self._split_template(processor.init_system_input, "system")
+        except ValueError:  # a template without a system role: init_system_input raises for any prompt
+            self._system_prefix = self._system_suffix = ""
+
+    @staticmethod
+    def _split_template(render, name: str) -> tuple[str, str]:
+        text = render(PLACEHOLDER)
+        if text.count(PLACEHOLDER) != 1:
+            raise ValueError(f"processor.{name}(text) must contain the text exactly once; got {text!r}")
+        prefix, suffix = text.split(PLACEHOLDER)
+        return prefix, suffix
+
+    def _content(self, render, prefix: str, suffix: str, text: str) -> str:
+        full = render(text)
+        if not (full.startswith(prefix) and full.endswith(suffix) and len(full) >= len(prefix) + len(suffix)):
+            raise ValueError(f"processor output {full!r} does not keep the markup {prefix!r} ... {suffix!r}")
+        return full[len(prefix) : len(full) - len(suffix)]
+
+    def encode_markup(self, markup: str) -> list[int]:
+        """Tokenize trusted markup, special tokens included.
+
+        Example:
+            >>> encoder.encode_markup("<|im_start|>user\\n")  # doctest: +SKIP
+            [151644, 872, 198]
+        """
+        return self.encode(markup, "", "")
+
+    def encode(self, before: str, untrusted: str, after: str) -> list[int]:
+        """Tokenize ``before + untrusted + after``; special tokens are recognised only in the markup.
+
+        Example:
+            >>> encoder.encode("<|im_start|>user\\n", "<|im_end|>", "<|im_end|>")[-1]  # doctest: +SKIP
+            151645
+        """
+        pieces: list[str | int] = []
+        self._cut(before, pieces)
+        text_tail = pieces.pop() if pieces and isinstance(pieces[-1], str) else ""
+        after_pieces: list[str | int] = []
+        self._cut(after, after_pieces)
+        text_head = after_pieces.pop(0) if after_pieces and isinstance(after_pieces[0], str) else ""
+        middle = text_tail + untrusted + text_head
+        if middle:
+            pieces.append(middle)
+        pieces.extend(after_pieces)
+        ids: list[int] = []
+        for piece in pieces:
+            if isinstance(piece, int):
+                ids.append(piece)
+            else:
+                ids.extend(self.tokenizer.encode(piece, add_special_tokens=False, split_special_tokens=True))
+        return ids
+
+    def _cut(self, markup: str, pieces: list[str | int]) -> None:
+        position = 0
+        if self._special_pattern is not None:
+            for match in self._special_pattern.finditer(markup):
+                if match.start() > position:
+                    pieces.append(markup[position : match.start()])
+                pieces.append(self._special_ids[match.group()])
+                position = match.end()
+        if position < len(markup):
+            pieces.append(markup[position:])
+
+    def prompt(self, system_prompt: str, delta: str) -> tuple[list[int], str]:
+        """Ids and text of an episode's prompt: the system block and the first user turn.
+
+        Example:
+            >>> ids, text = encoder.prompt("", "Hi")  # doctest: +SKIP
+        """
+        if system_prompt:
+            render = self.processor.init_system_input
+            render(system_prompt)  # raises the processor's own error where system prompts are unsupported
+            system_content = self._content(render, self._system_prefix, self._system_suffix, system_prompt)
+            ids = self.encode(self._system_prefix, system_content, self._system_suffix)
+            system_text = self._system_prefix + system_content + self._system_suffix
+        else:
+            system_text = self.processor.init_system_input("")
+            ids = self.encode_markup(system_text)
+        content = self._content(self.processor.append_user_input, self._user_prefix, self._user_suffix, delta)
+        ids += self.encode(self._user_prefix, content, self._user_suffix)
+        return ids, system_text + self._user_prefix + content + self._user_suffix
+
+    def user_turn(self, delta: str, *, close_turn: bool) -> tuple[list[int], str]:
+        """Ids and text of the environment chunk after a model turn.
+
+        ``close_turn`` prepends the end-of-turn token (the model stopped without it).
+
+        Example:
+            >>> ids, text = encoder.user_turn("Higher.", close_turn=False)  # doctest: +SKIP
+            >>> text  # doctest: +SKIP
+            '\\n<|im_start|>user\\nHigher.<|im_end|>\\n<|im_start|>assistant\\n'
+        """
+        content = self._content(self.processor.append_user_input, self._user_prefix, self._user_suffix, delta)
+        before = (self.turn_end if close_turn else "") + self.after_turn_end + self._user_prefix
+        return self.encode(before, content, self._user_suffix), before + content + self._user_suffix

@@ -1,0 +1,146 @@
+"""One finished episode: the token sequence TRL trains on, and a readable transcript.
+
+Invariants, checked by :meth:`Episode.check`:
+
+* ``completion_ids``, ``env_mask`` and ``logprobs`` have equal lengths;
+* the tokens with ``env_mask == 1`` are exactly the ids the model sampled, in order;
+* every environment chunk (``env_mask == 0``) decodes to the text the processor rendered.
+
+Example:
+    >>> episode = Episode(seed="s", prompt_ids=[1], prompt_text="p")
+    >>> episode.add_model_tokens([5, 6], [-0.1, -0.2], "ab")
+    >>> episode.add_env_tokens([7], "c")
+    >>> episode.env_mask
+    [1, 1, 0]
+    >>> episode.check()
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from transformers import PreTrainedTokenizerBase
+
+
+@dataclass
+class Turn:
+    """One model turn and the environment's answer to it."""
+
+    completion: str
+    reasoning: str
+    action: str
+    parsed_ok: bool
+    stopped: bool
+    observation: str = ""
+
+
+@dataclass
+class Segment:
+    """A run of completion tokens from one source: the model (mask 1) or the environment (mask 0)."""
+
+    start: int
+    end: int
+    from_model: bool
+    text: str
+
+
+@dataclass
+class Episode:
+    """Token sequence, reward and transcript of one episode."""
+
+    seed: str
+    prompt_ids: list[int]
+    prompt_text: str
+    completion_ids: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    reward: float = 0.0
+    turns: list[Turn] = field(default_factory=list)
+    stop_reason: str = "running"
+    error: str | None = None
+    segments: list[Segment] = field(default_factory=list, repr=False)
+    sampled_ids: list[int] = field(default_factory=list, repr=False)
+
+    @property
+    def num_turns(self) -> int:
+        """Number of model turns."""
+        return len(self.turns)
+
+    @property
+    def parse_failures(self) -> int:
+        """Model turns whose answer could not be parsed cleanly."""
+        return sum(not turn.parsed_ok for turn in self.turns)
+
+    def add_model_tokens(self, ids: list[int], logprobs: list[float], text: str) -> None:
+        """Append sampled tokens (mask 1) with their logprobs."""
+        self._add(ids, logprobs, text, from_model=True)
+        self.sampled_ids.extend(ids)
+
+    def add_env_tokens(self, ids: list[int], text: str) -> None:
+        """Append environment tokens (mask 0; logprob 0.0, never trained on)."""
+        self._add(ids, [0.0] * len(ids), text, from_model=False)
+
+    def _add(self, ids: list[int], logprobs: list[float], text: str, *, from_model: bool) -> None:
+        if not ids:
+            return
+        start = len(self.completion_ids)
+        self.completion_ids.extend(ids)
+        self.logprobs.extend(logprobs)
+        self.env_mask.extend([int(from_model)] * len(ids))
+        self.segments.append(Segment(start, len(self.completion_ids), from_model, text))
+
+    @property
+    def text(self) -> str:
+        """The whole episode as text: prompt, then every segment in order."""
+        return self.prompt_text + "".join(segment.text for segment in self.segments)
+
+    def check(self, tokenizer: PreTrainedTokenizerBase | None = None) -> None:
+        """Assert the invariants; with ``tokenizer``, also that env chunks decode to their text.
+
+        Example:
+            >>> Episode(seed="s", prompt_ids=[1], prompt_text="").check()
+        """
+        n = len(self.completion_ids)
+        if not (len(self.env_mask) == n and len(self.logprobs) == n):
+            raise AssertionError(
+                f"episode {self.seed!r}: {n} completion ids, {len(self.env_mask)} mask, {len(self.logprobs)} logprobs"
+            )
+        model_ids = [i for i, m in zip(self.completion_ids, self.env_mask, strict=True) if m == 1]
+        if model_ids != self.sampled_ids:
+            raise AssertionError(f"episode {self.seed!r}: mask-1 tokens differ from the sampled ids")
+        if not all(math.isfinite(x) for x in self.logprobs):
+            raise AssertionError(f"episode {self.seed!r}: non-finite logprob")
+        if tokenizer is None:
+            return
+        for segment in self.segments:
+            if segment.from_model:
+                continue
+            decoded = tokenizer.decode(
+                self.completion_ids[segment.start : segment.end], clean_up_tokenization_spaces=False
+            )
+            if decoded != unicodedata.normalize("NFC", segment.text):
+                raise AssertionError(f"episode {self.seed!r}: env chunk decodes to {decoded!r}, rendered {segment.text!r}")
+
+    def transcript(self) -> dict[str, Any]:
+        """A JSON-ready record of the episode for logs and evaluation files.
+
+        Example:
+            >>> Episode(seed="s", prompt_ids=[1], prompt_text="hi").transcript()["seed"]
+            's'
+        """
+        return {
+            "seed": self.seed,
+            "reward": self.reward,
+            "num_turns": self.num_turns,
+            "stop_reason": self.stop_reason,
+            "error": self.error,
+            "prompt_tokens": len(self.prompt_ids),
+            "completion_tokens": len(self.completion_ids),
+            "model_tokens": sum(self.env_mask),
+            "parse_failures": self.parse_failures,
+            "turns": [turn.__dict__ for turn in self.turns],
+            "text": self.text,
+        }

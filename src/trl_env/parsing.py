@@ -1,0 +1,96 @@
+"""Turning a model's answer into ``(reasoning, action)``.
+
+Two strategies, both total (they never raise on model output):
+
+* :func:`parse_with_response_template` uses transformers' ``tokenizer.parse_response``;
+* :func:`split_on_markers` splits on a family's thinking markers.
+
+Tool calls found by the response parser are kept in the action as normalised blocks,
+one per call: ``<tool_call>{"name": ..., "arguments": ...}</tool_call>``.
+
+Example:
+    >>> split_on_markers("<think>plan</think>\\n\\n42", "<think>", "</think>")
+    ParsedOutput(reasoning='plan', action='42', ok=True)
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+from transformers import PreTrainedTokenizerBase
+
+
+class ParsedOutput(NamedTuple):
+    """Reasoning, action, and whether the output was well formed."""
+
+    reasoning: str
+    action: str
+    ok: bool
+
+
+def split_on_markers(completion: str, think_open: str, think_close: str, *, opened: bool = False) -> ParsedOutput:
+    """Split ``completion`` into the thinking block and what follows it.
+
+    ``opened`` says the generation prompt already opened the thinking block (so the
+    completion starts inside it). An unclosed block is a parse failure: all of it is
+    reasoning and the action is empty.
+
+    Example:
+        >>> split_on_markers("hmm</think>7", "<think>", "</think>", opened=True)
+        ParsedOutput(reasoning='hmm', action='7', ok=True)
+        >>> split_on_markers("no markers", "<think>", "</think>")
+        ParsedOutput(reasoning='', action='no markers', ok=True)
+    """
+    text = completion
+    if not opened:
+        stripped = text.lstrip()
+        if not stripped.startswith(think_open):
+            return ParsedOutput("", text.strip(), think_close not in text)
+        text = stripped[len(think_open) :]
+    if think_close not in text:
+        return ParsedOutput(text.strip(), "", False)
+    reasoning, action = text.split(think_close, 1)
+    return ParsedOutput(reasoning.strip(), action.strip(), True)
+
+
+def format_tool_calls(tool_calls: list[dict[str, Any]]) -> str:
+    """Render parsed tool calls as normalised ``<tool_call>`` JSON blocks, one per line.
+
+    Example:
+        >>> format_tool_calls([{"type": "function", "function": {"name": "f", "arguments": {"x": 1}}}])
+        '<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>'
+    """
+    blocks = []
+    for call in tool_calls:
+        function = call.get("function", call)
+        payload = {"name": function.get("name"), "arguments": function.get("arguments")}
+        blocks.append(f"<tool_call>{json.dumps(payload, ensure_ascii=False)}</tool_call>")
+    return "\n".join(blocks)
+
+
+def parse_with_response_template(
+    tokenizer: PreTrainedTokenizerBase, completion: str, prefix: str, turn_end: str
+) -> ParsedOutput | None:
+    """Parse with ``tokenizer.parse_response``; ``None`` when the parser cannot handle the text.
+
+    ``prefix`` is the generation prompt the completion followed; ``turn_end`` is appended
+    so that templates whose content field closes on it see a complete turn.
+
+    Example:
+        >>> parse_with_response_template(tokenizer, "<think>a</think>b", "<|im_start|>assistant\\n",
+        ...                              "<|im_end|>")  # doctest: +SKIP
+        ParsedOutput(reasoning='a', action='b', ok=True)
+    """
+    try:
+        message = tokenizer.parse_response(completion + turn_end, prefix=prefix)
+    except Exception:
+        return None
+    if not isinstance(message, dict):
+        return None
+    reasoning = message.get("reasoning_content") or message.get("thinking") or ""
+    action = (message.get("content") or "").strip()
+    tool_calls = message.get("tool_calls") or []
+    if tool_calls:
+        action = "\n".join(part for part in (action, format_tool_calls(tool_calls)) if part)
+    return ParsedOutput(str(reasoning).strip(), action, True)

@@ -1,0 +1,75 @@
+"""Tokenizers for every chat-template family TRL ships, built offline.
+
+Each is the real Qwen3 BPE with the family's own special tokens added and TRL's shipped
+template set, so chunking and additivity can be checked for every template without
+downloading the family's tokenizer. (The special tokens are the ones the templates use;
+the ordinary-text BPE is Qwen's.)
+
+Example:
+    >>> tok = tokenizer_for_template("llama3_2", build_qwen3_tokenizer())  # doctest: +SKIP
+    >>> tok.convert_tokens_to_ids("<|eot_id|>") > 151668  # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+import copy
+
+from tokenizers import AddedToken
+from transformers import PreTrainedTokenizerFast
+
+from trl_env.testing.qwen3_tokenizer import trl_chat_template
+
+LLAMA3 = ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>",
+          "<|python_tag|>", "<|end_of_text|>"]
+GEMMA = ["<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>"]
+GEMMA4 = ["<bos>", "<eos>", "<|turn>", "<turn|>", "<|channel>", "<channel|>", "<|think|>", "<|tool_call>",
+          "<tool_call|>", "<|tool_response>", "<tool_response|>", "<|tool>", "<tool|>", '<|"|>']
+COHERE = ["<BOS_TOKEN>", "<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>", "<|SYSTEM_TOKEN|>", "<|USER_TOKEN|>",
+          "<|CHATBOT_TOKEN|>", "<|START_RESPONSE|>", "<|END_RESPONSE|>", "<|START_THINKING|>", "<|END_THINKING|>"]
+IDEFICS = ["<|begin_of_text|>", "<end_of_utterance>", "<|end_of_text|>"]
+LFM2 = ["<|startoftext|>", "<|im_start|>", "<|im_end|>", "<|tool_call_start|>", "<|tool_call_end|>",
+        "<|tool_list_start|>", "<|tool_list_end|>", "<|tool_response_start|>", "<|tool_response_end|>"]
+PHI3 = ["<|system|>", "<|user|>", "<|assistant|>", "<|end|>"]
+DEEPSEEK = ["<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>"]
+
+# template name -> (special tokens to add, bos, eos)
+FAMILIES: dict[str, tuple[list[str], str | None, str]] = {
+    "qwen2_5": ([], None, "<|im_end|>"),
+    "qwen3": ([], None, "<|im_end|>"),
+    "qwen3_instruct_2507": ([], None, "<|im_end|>"),
+    "qwen3_5_think": ([], None, "<|im_end|>"),
+    "qwen3_5_nothink": ([], None, "<|im_end|>"),
+    "llama3": (LLAMA3, "<|begin_of_text|>", "<|eot_id|>"),
+    "llama3_1": (LLAMA3, "<|begin_of_text|>", "<|eot_id|>"),
+    "llama3_2": (LLAMA3, "<|begin_of_text|>", "<|eot_id|>"),
+    "gemma": (GEMMA, "<bos>", "<end_of_turn>"),
+    "gemma3": (GEMMA, "<bos>", "<end_of_turn>"),
+    "gemma4": (GEMMA4, "<bos>", "<turn|>"),
+    "smolvlm": (IDEFICS, "<|im_start|>", "<end_of_utterance>"),
+    "idefics3": (IDEFICS, "<|begin_of_text|>", "<end_of_utterance>"),
+    "lfm2": (LFM2, "<|startoftext|>", "<|im_end|>"),
+    "phi3_5": (PHI3, None, "<|end|>"),
+    "cohere": (COHERE, "<BOS_TOKEN>", "<|END_OF_TURN_TOKEN|>"),
+    "cohere2": (COHERE, "<BOS_TOKEN>", "<|END_OF_TURN_TOKEN|>"),
+    "deepseek_r1_distill": (DEEPSEEK, "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
+    "deepseekv3": (DEEPSEEK, "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
+}
+
+
+def tokenizer_for_template(name: str, qwen3_tokenizer: PreTrainedTokenizerFast) -> PreTrainedTokenizerFast:
+    """A copy of ``qwen3_tokenizer`` carrying template ``name`` and its family's special tokens.
+
+    Example:
+        >>> tokenizer_for_template("gemma3", build_qwen3_tokenizer()).eos_token  # doctest: +SKIP
+        '<end_of_turn>'
+    """
+    specials, bos, eos = FAMILIES[name]
+    tokenizer = copy.deepcopy(qwen3_tokenizer)
+    new = [t for t in specials if t not in tokenizer.get_vocab()]
+    tokenizer.add_tokens([AddedToken(t, special=True, normalized=False) for t in new], special_tokens=True)
+    tokenizer.chat_template = trl_chat_template(name)
+    if bos is not None:
+        tokenizer.bos_token = bos
+    tokenizer.eos_token = eos
+    return tokenizer
