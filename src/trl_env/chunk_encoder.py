@@ -50,6 +50,11 @@ class ChunkEncoder:
         except ValueError:  # a template without a system role: init_system_input raises for any prompt
             self._system_prefix = self._system_suffix = ""
 
+    @property
+    def generation_prompt_tail(self) -> str:
+        """The end of the generation prompt: the text a model's answer directly follows."""
+        return self._user_suffix
+
     @staticmethod
     def _split_template(render, name: str) -> tuple[str, str]:
         text = render(PLACEHOLDER)

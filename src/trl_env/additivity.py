@@ -1,0 +1,225 @@
+"""Check *essential additivity*: tokenizing chunk by chunk equals tokenizing the whole text.
+
+trl-env never re-tokenizes history: the prompt and every environment chunk are tokenized on
+their own and the model's sampled ids are kept verbatim. That is only faithful when
+``tok(a + b) == tok(a) + tok(b)`` at every chunk boundary, which holds when boundaries sit
+at special tokens, and fails e.g. when a generation prompt ends in plain text
+(``"Assistant:"``) and the model's answer starts with ``"\\n"``. This module checks it on
+many conversations instead of assuming it.
+
+Example:
+    >>> report = check_additivity(tokenizer, processor)  # doctest: +SKIP
+    >>> report.ok  # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from transformers import PreTrainedTokenizerBase
+
+from trl_env.chunk_encoder import ChunkEncoder
+from trl_env.core import Processor
+
+DEFAULT_DELTAS = [
+    "Guess a number between 1 and 100.",
+    "Higher than 50.",
+    "  leading spaces and trailing newline\n",
+    "\nstarts with a newline",
+    "ends with newlines\n\n",
+    "tabs\tand\r\nwindows newlines",
+    "unicode: café, naïve, 日本語, emoji 🎉, Ελληνικά",
+    unicodedata.normalize("NFD", "decomposed: café naïve"),
+    '{"json": [1, 2, 3], "nested": {"a": null}}',
+    "```python\nprint('code')\n```",
+    "",
+    " ",
+    "Lorem ipsum dolor sit amet. " * 60,
+]
+DEFAULT_OUTPUTS = [
+    "42",
+    " 42",
+    "\n42",
+    "42\n",
+    "Done.",
+    "Done.\n\n",
+    "<think>\nLet me think.\n</think>\n\n42",
+    "<think>\n\n</think>\n\n42",
+    'I will call a tool.\n<tool_call>\n{"name": "guess", "arguments": {"n": 7}}\n</tool_call>',
+    "unicode: café 日本語 🎉",
+    "",
+    "word " * 300,
+]
+
+
+@dataclass
+class AdditivityFailure:
+    """One conversation where chunk-wise tokenization differs from whole-text tokenization."""
+
+    case: str
+    boundary: str
+    context: str
+    whole: list[str]
+    chunked: list[str]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.case} at {self.boundary}: text {self.context!r}\n"
+            f"  whole:   {self.whole}\n  chunked: {self.chunked}"
+        )
+
+
+@dataclass
+class AdditivityReport:
+    """Result of :func:`check_additivity`: ``ok`` when no case failed."""
+
+    processor: str
+    cases: int = 0
+    failures: list[AdditivityFailure] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when every case was additive."""
+        return not self.failures
+
+    def table(self, limit: int = 20) -> str:
+        """A plain-text table of the failures (or one line saying all passed).
+
+        Example:
+            >>> print(AdditivityReport("p", cases=3).table())
+            p: additive on all 3 cases
+        """
+        if self.ok:
+            return f"{self.processor}: additive on all {self.cases} cases"
+        lines = [f"{self.processor}: {len(self.failures)} of {self.cases} cases NOT additive", ""]
+        lines.append(f"{'case':<34} {'boundary':<28} text around the boundary")
+        for failure in self.failures[:limit]:
+            lines.append(f"{failure.case[:34]:<34} {failure.boundary[:28]:<28} {failure.context!r}")
+            lines.append(f"{'':<34} {'whole':<28} {failure.whole}")
+            lines.append(f"{'':<34} {'chunked':<28} {failure.chunked}")
+        if len(self.failures) > limit:
+            lines.append(f"... and {len(self.failures) - limit} more")
+        return "\n".join(lines)
+
+
+@dataclass
+class Piece:
+    """A chunk of a conversation: its kind (``"prompt"``, ``"env"``, ``"model"``), text and ids."""
+
+    kind: str
+    text: str
+    ids: list[int]
+
+
+def compare_pieces(tokenizer: PreTrainedTokenizerBase, case: str, pieces: Sequence[Piece]) -> AdditivityFailure | None:
+    """Compare the tokenization of the joined text with the pieces' own ids.
+
+    Example:
+        >>> def piece(kind, text):
+        ...     return Piece(kind, text, tokenizer.encode(text, add_special_tokens=False))
+        >>> compare_pieces(tokenizer, "dot", [piece("model", "Done."), piece("env", "\\n<|im_start|>")])  # doctest: +SKIP
+        AdditivityFailure(case='dot', boundary='model | env', ...)
+    """
+    text = "".join(p.text for p in pieces)
+    whole = tokenizer.encode(text, add_special_tokens=False)
+    chunked = [i for p in pieces for i in p.ids]
+    if whole == chunked:
+        return None
+    first = next((i for i, (a, b) in enumerate(zip(whole, chunked, strict=False)) if a != b), min(len(whole), len(chunked)))
+    starts, position = [], 0
+    for piece in pieces:
+        starts.append(position)
+        position += len(piece.ids)
+    index = max(i for i, start in enumerate(starts) if start <= first) if first > 0 else 0
+    if index + 1 < len(pieces) and starts[index + 1] - first < first - starts[index]:
+        index += 1
+    boundary = f"{pieces[index - 1].kind} | {pieces[index].kind}" if index > 0 else f"start of {pieces[0].kind}"
+    char_at = sum(len(p.text) for p in pieces[:index])
+    context = text[max(0, char_at - 20) : char_at + 20]
+    window = slice(max(0, first - 3), first + 4)
+    return AdditivityFailure(
+        case=case,
+        boundary=boundary,
+        context=context,
+        whole=tokenizer.convert_ids_to_tokens(whole[window]),
+        chunked=tokenizer.convert_ids_to_tokens(chunked[window]),
+    )
+
+
+def _conversations(encoder: ChunkEncoder, system_prompts, deltas, outputs):
+    tokenizer = encoder.tokenizer
+    end = encoder.turn_end
+
+    def model(text: str, stop: bool) -> Piece:
+        body = text + (end if stop else "")
+        return Piece("model" + ("+stop" if stop else ""), body, tokenizer.encode(body, add_special_tokens=False))
+
+    for system_prompt in system_prompts:
+        for i, delta in enumerate(deltas):
+            output = outputs[i % len(outputs)]
+            next_delta = deltas[(i + 1) % len(deltas)]
+            for stop in (True, False):
+                prompt_ids, prompt_text = encoder.prompt(system_prompt, delta)
+                env_ids, env_text = encoder.user_turn(next_delta, close_turn=not stop)
+                pieces = [
+                    Piece("prompt", prompt_text, prompt_ids),
+                    model(output, stop),
+                    Piece("env", env_text, env_ids),
+                    model(outputs[(i + 3) % len(outputs)], True),
+                ]
+                label = f"sys={bool(system_prompt)} delta#{i} out#{i % len(outputs)} stop={stop}"
+                yield label, pieces
+    for j, output in enumerate(outputs):  # every output after the first prompt, both endings
+        prompt_ids, prompt_text = encoder.prompt("", deltas[0])
+        for stop in (True, False):
+            env_ids, env_text = encoder.user_turn(deltas[1 % len(deltas)], close_turn=not stop)
+            yield f"out#{j} stop={stop}", [
+                Piece("prompt", prompt_text, prompt_ids), model(output, stop), Piece("env", env_text, env_ids)
+            ]
+
+
+def _can_follow(generation_prompt: str, output: str) -> bool:
+    """A generation prompt ending in whitespace already placed the separator: a model whose
+    training data was tokenized with that template never starts its answer with more of it
+    (``"assistant\n" + "\n42"`` would have been ``"\n\n"`` in one token). Such outputs are
+    left out; after a prompt ending in text (``"Assistant:"``) they are checked."""
+    return not (generation_prompt[-1:].isspace() and output[:1].isspace())
+
+
+def check_additivity(
+    tokenizer: PreTrainedTokenizerBase,
+    processor: Processor,
+    *,
+    system_prompts: Sequence[str] | None = None,
+    deltas: Sequence[str] | None = None,
+    outputs: Sequence[str] | None = None,
+) -> AdditivityReport:
+    """Tokenize many conversations chunk by chunk and whole; report every mismatch.
+
+    The conversations cover system/user/env chunks, model outputs ending with and without
+    the stop token, thinking and tool-call blocks, leading/trailing whitespace and
+    newlines, unicode (NFC and NFD) and long texts. Pass your own texts to check more.
+    Outputs that start with whitespace are only checked after a generation prompt that
+    does not itself end in whitespace (see ``_can_follow``).
+
+    Example:
+        >>> check_additivity(tokenizer, ChatTemplateProcessor(tokenizer)).ok  # doctest: +SKIP
+        True
+    """
+    encoder = ChunkEncoder(tokenizer, processor)
+    outputs = [o for o in (outputs or DEFAULT_OUTPUTS) if _can_follow(encoder.generation_prompt_tail, o)]
+    if system_prompts is None:
+        system_prompts = ["", "You are a helpful agent.\nAnswer briefly."]
+        if not getattr(getattr(processor, "chunks", None), "has_system_role", True):
+            system_prompts = [""]
+    report = AdditivityReport(processor=getattr(processor, "name", type(processor).__name__))
+    for case, pieces in _conversations(encoder, list(system_prompts), list(deltas or DEFAULT_DELTAS),
+                                       outputs or ["42"]):
+        report.cases += 1
+        failure = compare_pieces(tokenizer, case, pieces)
+        if failure is not None:
+            report.failures.append(failure)
+    return report
