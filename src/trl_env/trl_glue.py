@@ -1,0 +1,184 @@
+"""Plug trl-env into TRL's ``GRPOTrainer`` as a ``rollout_func``.
+
+The dataset's ``prompt`` column holds seeds (strings). TRL 1.16 passes the prompts already
+repeated ``num_generations`` times; each entry becomes one episode with a fresh env from
+``env_factory()``. The returned dict has ``prompt_ids``, ``completion_ids``, ``logprobs``,
+``env_mask`` and, per sample, ``env_reward``, ``num_turns`` and ``transcript``, which reach
+reward functions as keyword arguments; :func:`env_reward` is the reward function that
+returns the environment's reward.
+
+Example:
+    >>> from trl import GRPOConfig, GRPOTrainer  # doctest: +SKIP
+    >>> trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=env_reward,
+    ...                       args=GRPOConfig(...), train_dataset=Dataset.from_dict({"prompt": seeds}),
+    ...                       rollout_func=make_rollout_func(GuessNumberEnv, max_turns=5))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from trl_env.additivity import check_additivity
+from trl_env.chat_template_processor import ChatTemplateProcessor
+from trl_env.core import Env, Processor
+from trl_env.engine import RolloutConfig, RolloutEngine
+from trl_env.env_calls import OnEnvError
+from trl_env.episode import Episode
+from trl_env.generator import Generator
+from trl_env.transformers_generator import TransformersGenerator
+from trl_env.trl_compat import log_metric, model_for_generation, require_supported_trl, trainer_tokenizer
+
+
+class NonAdditiveProcessorError(ValueError):
+    """The processor failed the additivity check and no override was given."""
+
+
+def env_reward(completions: list[Any], env_reward: list[float] | None = None, **kwargs: Any) -> list[float]:
+    """TRL reward function: the environment's own reward of each episode.
+
+    Example:
+        >>> env_reward(["a", "b"], env_reward=[1.0, 0.5])
+        [1.0, 0.5]
+    """
+    if env_reward is None:
+        raise ValueError("env_reward needs the 'env_reward' column that make_rollout_func returns")
+    return [float(r) for r in env_reward]
+
+
+def prompt_to_seed(prompt: Any) -> str:
+    """The seed string of one dataset prompt: a string, or the last message of a conversation.
+
+    Example:
+        >>> prompt_to_seed("7"), prompt_to_seed([{"role": "user", "content": "7"}])
+        ('7', '7')
+    """
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list) and prompt and isinstance(prompt[-1], dict) and isinstance(prompt[-1].get("content"), str):
+        return prompt[-1]["content"]
+    raise TypeError(f"the dataset's prompt column must hold seed strings; got {type(prompt).__name__}: {prompt!r:.80}")
+
+
+def episodes_to_batch(episodes: list[Episode], turn_end_id: int) -> dict[str, list[Any]]:
+    """Turn episodes into the dict a TRL 1.16 ``rollout_func`` returns.
+
+    An episode with no completion tokens (its env failed at reset) gets one end-of-turn
+    token with mask 0, so it is a finished sample that trains nothing.
+
+    Example:
+        >>> batch = episodes_to_batch([Episode(seed="s", prompt_ids=[1], prompt_text="")], turn_end_id=2)
+        >>> batch["completion_ids"], batch["env_mask"]
+        ([[2]], [[0]])
+    """
+    batch: dict[str, list[Any]] = {key: [] for key in (
+        "prompt_ids", "completion_ids", "logprobs", "env_mask", "env_reward", "num_turns", "transcript")}
+    for episode in episodes:
+        if not episode.completion_ids:
+            episode.add_env_tokens([turn_end_id], "")
+        if not (len(episode.completion_ids) == len(episode.env_mask) == len(episode.logprobs)):
+            raise AssertionError(f"episode {episode.seed!r}: per-token lists differ in length")
+        batch["prompt_ids"].append(episode.prompt_ids)
+        batch["completion_ids"].append(episode.completion_ids)
+        batch["logprobs"].append(episode.logprobs)
+        batch["env_mask"].append(episode.env_mask)
+        batch["env_reward"].append(episode.reward)
+        batch["num_turns"].append(episode.num_turns)
+        batch["transcript"].append(episode.text)
+    return batch
+
+
+def _log_episode_metrics(trainer: Any, episodes: list[Episode]) -> None:
+    n = max(1, len(episodes))
+    turns = max(1, sum(e.num_turns for e in episodes))
+    log_metric(trainer, "env/reward_mean", sum(e.reward for e in episodes) / n)
+    log_metric(trainer, "env/turns_mean", sum(e.num_turns for e in episodes) / n)
+    log_metric(trainer, "env/errors", sum(e.stop_reason == "env_error" for e in episodes))
+    log_metric(trainer, "env/parse_failure_rate", sum(e.parse_failures for e in episodes) / turns)
+    log_metric(trainer, "env/truncated_rate", sum(e.stop_reason == "token_budget" for e in episodes) / n)
+
+
+def make_rollout_func(
+    env_factory: Callable[[], Env],
+    processor: Processor | None = None,
+    *,
+    system_prompt: str = "",
+    max_turns: int = 8,
+    max_turn_tokens: int = 256,
+    generator: Generator | None = None,
+    env_workers: int = 16,
+    env_timeout: float | None = 60.0,
+    on_env_error: OnEnvError = "fail_episode",
+    failure_reward: float = 0.0,
+    allow_non_additive: bool = False,
+    progress: bool = False,
+) -> Callable[[list[Any], Any], dict[str, list[Any]]]:
+    """Build a TRL 1.16 ``rollout_func`` that plays one episode per prompt.
+
+    ``processor`` defaults to :class:`ChatTemplateProcessor` of the trainer's tokenizer,
+    ``generator`` to the trainer's own backend. The episode token budget is the trainer's
+    ``max_completion_length``. Training refuses to start with a processor that fails
+    :func:`~trl_env.additivity.check_additivity` unless ``allow_non_additive=True``.
+
+    Example:
+        >>> rollout_func = make_rollout_func(GuessNumberEnv, max_turns=5, max_turn_tokens=8)  # doctest: +SKIP
+    """
+    require_supported_trl()
+    engines: dict[int, RolloutEngine] = {}
+
+    def build(trainer: Any) -> RolloutEngine:
+        tokenizer = trainer_tokenizer(trainer)
+        chosen = processor if processor is not None else ChatTemplateProcessor(tokenizer)
+        if not allow_non_additive:
+            report = check_additivity(tokenizer, chosen)
+            if not report.ok:
+                raise NonAdditiveProcessorError(
+                    "the processor is not additive with this tokenizer, so per-chunk tokenization would differ from "
+                    "the text's; fix the processor or pass allow_non_additive=True\n" + report.table(5)
+                )
+        config = RolloutConfig(
+            system_prompt=system_prompt,
+            max_turns=max_turns,
+            max_turn_tokens=max_turn_tokens,
+            max_completion_tokens=trainer.max_completion_length,
+            env_workers=env_workers,
+            env_timeout=env_timeout,
+            on_env_error=on_env_error,
+            failure_reward=failure_reward,
+        )
+        engine = RolloutEngine(generator or _trainer_generator(trainer, tokenizer), chosen, tokenizer, config)
+        turn_end_id = engine.encoder.turn_end_id
+        if turn_end_id not in trainer.eos_token_ids:
+            raise ValueError(
+                f"the end-of-turn token {engine.encoder.turn_end!r} (id {turn_end_id}) is not among the trainer's EOS "
+                f"ids {trainer.eos_token_ids}; TRL would count every episode as truncated. Set "
+                "model.generation_config.eos_token_id to include it."
+            )
+        return engine
+
+    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
+        engine = engines.get(id(trainer))
+        if engine is None:
+            engine = engines[id(trainer)] = build(trainer)
+        episodes = engine.run(env_factory, [prompt_to_seed(p) for p in prompts], progress=progress)
+        _log_episode_metrics(trainer, episodes)
+        return episodes_to_batch(episodes, engine.encoder.turn_end_id)
+
+    return rollout_func
+
+
+def _trainer_generator(trainer: Any, tokenizer: Any) -> Generator:
+    if getattr(trainer, "use_vllm", False):
+        from trl_env.vllm_trainer_generator import TrainerVLLMGenerator
+
+        return TrainerVLLMGenerator(trainer)
+    stop_ids = list(trainer.eos_token_ids)
+    return TransformersGenerator(
+        trainer.model,
+        tokenizer,
+        temperature=trainer.temperature,
+        top_p=trainer.top_p,
+        top_k=trainer.top_k or None,
+        stop_token_ids=stop_ids,
+        model_context=model_for_generation(trainer),
+    )
