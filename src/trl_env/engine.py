@@ -128,7 +128,7 @@ class RolloutEngine:
                 episodes.append(episode)
                 live.append(_Live(new_env, episode))
             bar = tqdm(total=config.max_turns, desc="rollout turns", disable=not progress, leave=False)
-            while live:
+            while self._continue(bool(live)):
                 live = self._turn(live, caller)
                 bar.update(1)
             bar.close()
@@ -137,10 +137,17 @@ class RolloutEngine:
                 episode.check(self.tokenizer)
         return episodes
 
+    def _continue(self, has_live: bool) -> bool:
+        """Whether to play another turn. A generator whose ``generate`` is a collective call
+        across processes (TRL's vLLM server mode) provides ``any_rank_live(has_live)``, so
+        that a process with no live episodes keeps calling ``generate([])`` in step."""
+        any_rank_live = getattr(self.generator, "any_rank_live", None)
+        return any_rank_live(has_live) if any_rank_live is not None else has_live
+
     def _turn(self, live: list[_Live], caller: EnvCaller) -> list[_Live]:
         config = self.config
         budgets = [min(config.max_turn_tokens, run.budget_left(config)) for run in live]
-        generations = self.generator.generate([run.context for run in live], max(budgets))
+        generations = self.generator.generate([run.context for run in live], max(budgets, default=1))
         if len(generations) != len(live):
             raise RuntimeError(f"generator returned {len(generations)} results for {len(live)} contexts")
         stepping: list[tuple[_Live, Turn]] = []

@@ -1,0 +1,26 @@
+# trl-env: `make demo` runs the main job, `make test` the whole test suite.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install test lint demo clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet "torch==2.13.0"
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: install
+	$(BIN)/ruff check src tests examples
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check src tests examples
+
+clean:
+	rm -rf $(VENV) .cache .pytest_cache
