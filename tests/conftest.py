@@ -28,3 +28,18 @@ def qwen3_tokenizer():
 def tiny_qwen3(qwen3_tokenizer):
     """A tiny random Qwen3-architecture model sized for the Qwen3 tokenizer."""
     return build_tiny_qwen3_model(qwen3_tokenizer)
+
+
+@pytest.fixture(scope="session")
+def template_tokenizers(qwen3_tokenizer):
+    """name -> tokenizer carrying that TRL template and its family's special tokens (built lazily, cached)."""
+    from trl_env.testing.template_tokenizers import tokenizer_for_template
+
+    cache: dict = {}
+
+    def get(name: str):
+        if name not in cache:
+            cache[name] = tokenizer_for_template(name, qwen3_tokenizer)
+        return cache[name]
+
+    return get

@@ -133,9 +133,10 @@ def compare_pieces(tokenizer: PreTrainedTokenizerBase, case: str, pieces: Sequen
     for piece in pieces:
         starts.append(position)
         position += len(piece.ids)
-    index = max(i for i, start in enumerate(starts) if start <= first) if first > 0 else 0
-    if index + 1 < len(pieces) and starts[index + 1] - first < first - starts[index]:
-        index += 1
+    # a merge across a boundary shows up at or just before it: blame the first boundary at or after the mismatch
+    index = next((i for i, start in enumerate(starts) if start >= first and i > 0), len(pieces) - 1)
+    if first == 0:
+        index = 0
     boundary = f"{pieces[index - 1].kind} | {pieces[index].kind}" if index > 0 else f"start of {pieces[0].kind}"
     char_at = sum(len(p.text) for p in pieces[:index])
     context = text[max(0, char_at - 20) : char_at + 20]

