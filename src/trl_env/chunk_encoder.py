@@ -114,6 +114,21 @@ class ChunkEncoder:
         if position < len(markup):
             pieces.append(markup[position:])
 
+    def truncate(self, delta: str, max_tokens: int) -> str:
+        """Cut ``delta`` to ``max_tokens`` tokens (as plain text), marking how much was dropped.
+
+        Example:
+            >>> encoder.truncate("word " * 1000, 10).endswith("[... 990 tokens truncated]")  # doctest: +SKIP
+            True
+        """
+        if len(delta) <= max_tokens:  # a token is at least one character
+            return delta
+        ids = self.tokenizer.encode(delta, add_special_tokens=False, split_special_tokens=True)
+        if len(ids) <= max_tokens:
+            return delta
+        kept = self.tokenizer.decode(ids[:max_tokens], clean_up_tokenization_spaces=False)
+        return f"{kept}\n[... {len(ids) - max_tokens} tokens truncated]"
+
     def prompt(self, system_prompt: str, delta: str) -> tuple[list[int], str]:
         """Ids and text of an episode's prompt: the system block and the first user turn.
 

@@ -7,7 +7,8 @@ sampled ids are kept verbatim (mask 1), environment chunks are tokenized on thei
 
 Budgets: ``max_turns`` model turns, ``max_turn_tokens`` sampled tokens per turn, and
 ``max_completion_tokens`` completion tokens per episode in all (TRL's
-``max_completion_length``), which the output never exceeds.
+``max_completion_length``), which the output never exceeds. An environment delta longer
+than ``max_env_tokens`` tokens is cut there and marked ``[... N tokens truncated]``.
 
 How an episode ends, and its last token:
 
@@ -51,6 +52,7 @@ class RolloutConfig:
     max_turns: int = 8
     max_turn_tokens: int = 256
     max_completion_tokens: int = 1024
+    max_env_tokens: int = 2048
     env_workers: int = 16
     env_timeout: float | None = 60.0
     on_env_error: OnEnvError = "fail_episode"
@@ -58,7 +60,7 @@ class RolloutConfig:
     check_invariants: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("max_turns", "max_turn_tokens", "max_completion_tokens", "env_workers"):
+        for name in ("max_turns", "max_turn_tokens", "max_completion_tokens", "max_env_tokens", "env_workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"RolloutConfig.{name} must be >= 1, got {getattr(self, name)}")
         if self.on_env_error not in ("fail_episode", "raise"):
@@ -117,12 +119,14 @@ class RolloutEngine:
             episodes: list[Episode] = []
             live: list[_Live] = []
             for env, seed, result in zip(envs, seeds, results, strict=True):
-                if isinstance(result, EnvFault):
-                    episode = Episode(seed=seed, prompt_ids=[], prompt_text="")
+                if isinstance(result, EnvFault):  # a valid (empty) prompt keeps the sample usable for TRL
+                    prompt_ids, prompt_text = self.encoder.prompt(config.system_prompt, "")
+                    episode = Episode(seed=seed, prompt_ids=prompt_ids, prompt_text=prompt_text)
                     self._fail(episode, env, result, turn=0)
                     episodes.append(episode)
                     continue
                 new_env, delta = result
+                delta = self.encoder.truncate(delta, config.max_env_tokens)
                 prompt_ids, prompt_text = self.encoder.prompt(config.system_prompt, delta)
                 episode = Episode(seed=seed, prompt_ids=prompt_ids, prompt_text=prompt_text)
                 episodes.append(episode)
@@ -176,6 +180,7 @@ class RolloutEngine:
                 self._fail(run.episode, run.env, result, turn=run.episode.num_turns)
                 continue
             run.env, delta = result
+            delta = self.encoder.truncate(delta, config.max_env_tokens)
             turn.observation = delta
             run.episode.reward = float(run.env.reward)
             if not run.env.alive:
