@@ -97,12 +97,20 @@ def test_presets_match_their_family_template(template_tokenizers, name):
     processor = preset(name)
     first = tokenizer.apply_chat_template(
         [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
-        tokenize=False, add_generation_prompt=True, **kwargs,
+        tokenize=False,
+        add_generation_prompt=True,
+        **kwargs,
     )
     assert processor.init_system_input("Be brief.") + processor.append_user_input("Hi") == first
     history = tokenizer.apply_chat_template(
-        [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo"}, {"role": "user", "content": "Again"}],
-        tokenize=False, add_generation_prompt=True, **kwargs,
+        [
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": "Yo"},
+            {"role": "user", "content": "Again"},
+        ],
+        tokenize=False,
+        add_generation_prompt=True,
+        **kwargs,
     )
     # the turn boundary (end of turn, what follows it, the next user chunk) is the template's own
     boundary = processor.chunks.turn_end + processor.chunks.after_turn_end + processor.append_user_input("Again")

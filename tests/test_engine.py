@@ -9,9 +9,22 @@ from hypothesis import strategies as st
 from trl_env import ChatTemplateProcessor, RolloutConfig, RolloutEngine, TransformersGenerator, preset, rollout
 from trl_env.testing import InstantGenerator
 
-QWEN3_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
-                  "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
-                  "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>"]
+QWEN3_SPECIALS = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|object_ref_start|>",
+    "<|object_ref_end|>",
+    "<|box_start|>",
+    "<|box_end|>",
+    "<|quad_start|>",
+    "<|quad_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+]
 
 
 class RandomEnv:
@@ -40,8 +53,9 @@ def _engine(tokenizer, processor, generator, **config):
 
 
 def _instant(tokenizer, stop_prob, seed=0):
-    return InstantGenerator(range(100, 5000), stop_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
-                            stop_prob=stop_prob, seed=seed)
+    return InstantGenerator(
+        range(100, 5000), stop_id=tokenizer.convert_tokens_to_ids("<|im_end|>"), stop_prob=stop_prob, seed=seed
+    )
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -59,8 +73,15 @@ def test_invariants_hold_for_random_envs_and_budgets(
 ):
     processor = preset("qwen3_nothink") if use_preset else ChatTemplateProcessor(qwen3_tokenizer)
     generator = _instant(qwen3_tokenizer, stop_prob, seed)
-    engine = _engine(qwen3_tokenizer, processor, generator, max_turns=max_turns, max_turn_tokens=max_turn_tokens,
-                     max_completion_tokens=max_completion_tokens, system_prompt="Play.")
+    engine = _engine(
+        qwen3_tokenizer,
+        processor,
+        generator,
+        max_turns=max_turns,
+        max_turn_tokens=max_turn_tokens,
+        max_completion_tokens=max_completion_tokens,
+        system_prompt="Play.",
+    )
     episodes = engine.run(RandomEnv, [f"s{seed}-{i}" for i in range(n)])
     im_end = qwen3_tokenizer.convert_tokens_to_ids("<|im_end|>")
     assert len(episodes) == n
@@ -83,8 +104,14 @@ def test_invariants_hold_for_random_envs_and_budgets(
 
 
 def test_turn_without_stop_token_is_closed_with_an_env_end_of_turn(qwen3_tokenizer):
-    engine = _engine(qwen3_tokenizer, ChatTemplateProcessor(qwen3_tokenizer), _instant(qwen3_tokenizer, 0.0),
-                     max_turns=2, max_turn_tokens=3, max_completion_tokens=100)
+    engine = _engine(
+        qwen3_tokenizer,
+        ChatTemplateProcessor(qwen3_tokenizer),
+        _instant(qwen3_tokenizer, 0.0),
+        max_turns=2,
+        max_turn_tokens=3,
+        max_completion_tokens=100,
+    )
     (episode,) = engine.run(lambda: RandomEnv(), ["a"])
     im_end = qwen3_tokenizer.convert_tokens_to_ids("<|im_end|>")
     assert episode.env_mask[:4] == [1, 1, 1, 0] and episode.completion_ids[3] == im_end
@@ -118,8 +145,14 @@ def test_env_text_cannot_forge_special_tokens(qwen3_tokenizer, special):
 
 
 def test_budget_never_exceeded_and_truncated_episode_ends_mid_turn(qwen3_tokenizer):
-    engine = _engine(qwen3_tokenizer, ChatTemplateProcessor(qwen3_tokenizer), _instant(qwen3_tokenizer, 0.0),
-                     max_turns=10, max_turn_tokens=50, max_completion_tokens=30)
+    engine = _engine(
+        qwen3_tokenizer,
+        ChatTemplateProcessor(qwen3_tokenizer),
+        _instant(qwen3_tokenizer, 0.0),
+        max_turns=10,
+        max_turn_tokens=50,
+        max_completion_tokens=30,
+    )
     (episode,) = engine.run(lambda: RandomEnv(), ["b"])
     assert len(episode.completion_ids) == 30
     assert episode.stop_reason == "token_budget"
@@ -129,8 +162,15 @@ def test_budget_never_exceeded_and_truncated_episode_ends_mid_turn(qwen3_tokeniz
 def test_rollout_with_a_real_model(qwen3_tokenizer, tiny_qwen3):
     im_end = qwen3_tokenizer.convert_tokens_to_ids("<|im_end|>")
     generator = TransformersGenerator(tiny_qwen3, qwen3_tokenizer, temperature=0.8, stop_token_ids=[im_end])
-    episodes = rollout(RandomEnv, ["a", "b", "c"], generator, ChatTemplateProcessor(qwen3_tokenizer),
-                       max_turns=3, max_turn_tokens=6, max_completion_tokens=80)
+    episodes = rollout(
+        RandomEnv,
+        ["a", "b", "c"],
+        generator,
+        ChatTemplateProcessor(qwen3_tokenizer),
+        max_turns=3,
+        max_turn_tokens=6,
+        max_completion_tokens=80,
+    )
     for episode in episodes:
         episode.check(qwen3_tokenizer)
         assert all(lp <= 0.0 for lp, m in zip(episode.logprobs, episode.env_mask, strict=True) if m)

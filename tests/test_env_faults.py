@@ -13,8 +13,9 @@ from trl_env.testing import InstantGenerator
 
 
 def _engine(tokenizer, stop_prob=1.0, **config):
-    generator = InstantGenerator(range(100, 3000), stop_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),
-                                 stop_prob=stop_prob)
+    generator = InstantGenerator(
+        range(100, 3000), stop_id=tokenizer.convert_tokens_to_ids("<|im_end|>"), stop_prob=stop_prob
+    )
     return RolloutEngine(generator, ChatTemplateProcessor(tokenizer), tokenizer, RolloutConfig(**config))
 
 
@@ -184,19 +185,27 @@ class ChaosEnv:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    plan=st.fixed_dictionaries({
-        "reset_error": st.sampled_from([0.0, 0.3]),
-        "step_error": st.sampled_from([0.0, 0.2, 0.5]),
-        "end": st.floats(0.0, 1.0),
-    }),
+    plan=st.fixed_dictionaries(
+        {
+            "reset_error": st.sampled_from([0.0, 0.3]),
+            "step_error": st.sampled_from([0.0, 0.2, 0.5]),
+            "end": st.floats(0.0, 1.0),
+        }
+    ),
     n=st.integers(1, 6),
     max_turns=st.integers(1, 5),
     budget=st.integers(1, 120),
     stop_prob=st.sampled_from([0.0, 0.3, 1.0]),
 )
 def test_fuzz_engine_with_chaotic_envs(qwen3_tokenizer, plan, n, max_turns, budget, stop_prob):
-    engine = _engine(qwen3_tokenizer, stop_prob=stop_prob, max_turns=max_turns, max_turn_tokens=5,
-                     max_completion_tokens=budget, failure_reward=-9.0)
+    engine = _engine(
+        qwen3_tokenizer,
+        stop_prob=stop_prob,
+        max_turns=max_turns,
+        max_turn_tokens=5,
+        max_completion_tokens=budget,
+        failure_reward=-9.0,
+    )
     episodes = engine.run(lambda: ChaosEnv(plan), [f"s{i}" for i in range(n)])
     assert len(episodes) == n
     for episode in episodes:

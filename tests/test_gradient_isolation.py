@@ -49,8 +49,9 @@ def _loss_and_logit_grads(trainer, inputs, perturb_env: bool):
 
 def test_env_tokens_get_exactly_zero_gradient(qwen3_tokenizer, tiny_qwen3, tmp_path):
     rollout_func = make_rollout_func(ThreeTurnEnv, max_turns=3, max_turn_tokens=5)
-    trainer = make_trainer(copy.deepcopy(tiny_qwen3), qwen3_tokenizer, rollout_func, tmp_path, steps=1,
-                           gradient_accumulation_steps=1)
+    trainer = make_trainer(
+        copy.deepcopy(tiny_qwen3), qwen3_tokenizer, rollout_func, tmp_path, steps=1, gradient_accumulation_steps=1
+    )
     trainer.model.train()
     trainer.current_gradient_accumulation_steps = 1  # normally set by the training loop
     batch = next(iter(trainer.get_train_dataloader()))

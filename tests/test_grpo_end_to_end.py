@@ -24,8 +24,15 @@ def test_grpo_trains_on_a_three_turn_env_and_the_reward_reaches_reward_functions
     model = build_tiny_qwen3_model(qwen3_tokenizer, seed=1)
     before = copy.deepcopy(model.state_dict())
     rollout_func = make_rollout_func(ThreeTurnEnv, max_turns=3, max_turn_tokens=6, system_prompt="Be brief.")
-    trainer = make_trainer(model, qwen3_tokenizer, rollout_func, tmp_path, reward_funcs=[env_reward, spy], steps=2,
-                           max_completion_length=96)
+    trainer = make_trainer(
+        model,
+        qwen3_tokenizer,
+        rollout_func,
+        tmp_path,
+        reward_funcs=[env_reward, spy],
+        steps=2,
+        max_completion_length=96,
+    )
     start = time.perf_counter()
     trainer.train()
     seconds_per_step = (time.perf_counter() - start) / 2
@@ -37,7 +44,9 @@ def test_grpo_trains_on_a_three_turn_env_and_the_reward_reaches_reward_functions
     logged = [h for h in trainer.state.log_history if "rewards/env_reward/mean" in h]
     assert len(logged) == 2
     for entry, start_index in zip(logged, (0, 4), strict=True):
-        assert entry["rewards/env_reward/mean"] == pytest.approx(sum(seen["env_reward"][start_index:start_index + 4]) / 4)
+        assert entry["rewards/env_reward/mean"] == pytest.approx(
+            sum(seen["env_reward"][start_index : start_index + 4]) / 4
+        )
         assert entry["env/turns_mean"] == 3
         assert entry["completions/clipped_ratio"] == 0  # finished episodes end with <|im_end|>
     changed = [k for k, v in model.state_dict().items() if not (v == before[k]).all()]
@@ -46,9 +55,15 @@ def test_grpo_trains_on_a_three_turn_env_and_the_reward_reaches_reward_functions
 
 def _non_additive_processor():
     # a generation prompt that ends in plain text ("Assistant:"): a "\n"-led answer merges with it
-    chunks = ChatChunks(bare_prefix="", system_prefix="<|im_start|>system\n", system_suffix="<|im_end|>\n",
-                        user_prefix="<|im_start|>user\n", user_suffix="<|im_end|>\nAssistant:",
-                        turn_end="<|im_end|>", after_turn_end="\n")
+    chunks = ChatChunks(
+        bare_prefix="",
+        system_prefix="<|im_start|>system\n",
+        system_suffix="<|im_end|>\n",
+        user_prefix="<|im_start|>user\n",
+        user_suffix="<|im_end|>\nAssistant:",
+        turn_end="<|im_end|>",
+        after_turn_end="\n",
+    )
     return ChunkedProcessor(chunks, name="plain-prompt")
 
 
@@ -60,8 +75,37 @@ def test_training_refuses_a_non_additive_processor(qwen3_tokenizer, tiny_qwen3, 
 
 
 def test_explicit_override_trains_with_a_non_additive_processor(qwen3_tokenizer, tiny_qwen3, tmp_path):
-    rollout_func = make_rollout_func(ThreeTurnEnv, _non_additive_processor(), max_turns=2, max_turn_tokens=4,
-                                     allow_non_additive=True)
+    rollout_func = make_rollout_func(
+        ThreeTurnEnv, _non_additive_processor(), max_turns=2, max_turn_tokens=4, allow_non_additive=True
+    )
     trainer = make_trainer(copy.deepcopy(tiny_qwen3), qwen3_tokenizer, rollout_func, tmp_path, steps=1)
     trainer.train()
     assert trainer.state.global_step == 1
+
+
+class SometimesBroken(ThreeTurnEnv):
+    """Every other env raises at its second step."""
+
+    count = 0
+
+    def __init__(self):
+        super().__init__()
+        SometimesBroken.count += 1
+        self.broken = SometimesBroken.count % 2 == 0
+
+    def step(self, action):
+        if self.broken and self.turn == 1:
+            raise TimeoutError("upstream service timed out")
+        return super().step(action)
+
+
+def test_env_faults_are_counted_and_the_run_continues(qwen3_tokenizer, tiny_qwen3, tmp_path):
+    rollout_func = make_rollout_func(SometimesBroken, max_turns=3, max_turn_tokens=4, failure_reward=-1.0)
+    trainer = make_trainer(
+        copy.deepcopy(tiny_qwen3), qwen3_tokenizer, rollout_func, tmp_path, steps=2, max_completion_length=96
+    )
+    trainer.train()
+    logged = [h for h in trainer.state.log_history if "env/errors" in h]
+    assert trainer.state.global_step == 2
+    assert [h["env/errors"] for h in logged] == [2, 2]
+    assert all(h["rewards/env_reward/mean"] < 1.5 for h in logged)

@@ -67,8 +67,7 @@ class AdditivityFailure:
 
     def __str__(self) -> str:
         return (
-            f"{self.case} at {self.boundary}: text {self.context!r}\n"
-            f"  whole:   {self.whole}\n  chunked: {self.chunked}"
+            f"{self.case} at {self.boundary}: text {self.context!r}\n  whole:   {self.whole}\n  chunked: {self.chunked}"
         )
 
 
@@ -120,7 +119,8 @@ def compare_pieces(tokenizer: PreTrainedTokenizerBase, case: str, pieces: Sequen
     Example:
         >>> def piece(kind, text):
         ...     return Piece(kind, text, tokenizer.encode(text, add_special_tokens=False))
-        >>> compare_pieces(tokenizer, "dot", [piece("model", "Done."), piece("env", "\\n<|im_start|>")])  # doctest: +SKIP
+        >>> pieces = [piece("model", "Done."), piece("env", "\\n<|im_start|>")]  # doctest: +SKIP
+        >>> compare_pieces(tokenizer, "dot", pieces)  # doctest: +SKIP
         AdditivityFailure(case='dot', boundary='model | env', ...)
     """
     text = "".join(p.text for p in pieces)
@@ -128,7 +128,9 @@ def compare_pieces(tokenizer: PreTrainedTokenizerBase, case: str, pieces: Sequen
     chunked = [i for p in pieces for i in p.ids]
     if whole == chunked:
         return None
-    first = next((i for i, (a, b) in enumerate(zip(whole, chunked, strict=False)) if a != b), min(len(whole), len(chunked)))
+    first = next(
+        (i for i, (a, b) in enumerate(zip(whole, chunked, strict=False)) if a != b), min(len(whole), len(chunked))
+    )
     starts, position = [], 0
     for piece in pieces:
         starts.append(position)
@@ -177,9 +179,10 @@ def _conversations(encoder: ChunkEncoder, system_prompts, deltas, outputs):
         prompt_ids, prompt_text = encoder.prompt("", deltas[0])
         for stop in (True, False):
             env_ids, env_text = encoder.user_turn(deltas[1 % len(deltas)], close_turn=not stop)
-            yield f"out#{j} stop={stop}", [
-                Piece("prompt", prompt_text, prompt_ids), model(output, stop), Piece("env", env_text, env_ids)
-            ]
+            yield (
+                f"out#{j} stop={stop}",
+                [Piece("prompt", prompt_text, prompt_ids), model(output, stop), Piece("env", env_text, env_ids)],
+            )
 
 
 def _can_follow(generation_prompt: str, output: str) -> bool:
@@ -217,8 +220,9 @@ def check_additivity(
         if not getattr(getattr(processor, "chunks", None), "has_system_role", True):
             system_prompts = [""]
     report = AdditivityReport(processor=getattr(processor, "name", type(processor).__name__))
-    for case, pieces in _conversations(encoder, list(system_prompts), list(deltas or DEFAULT_DELTAS),
-                                       outputs or ["42"]):
+    for case, pieces in _conversations(
+        encoder, list(system_prompts), list(deltas or DEFAULT_DELTAS), outputs or ["42"]
+    ):
         report.cases += 1
         failure = compare_pieces(tokenizer, case, pieces)
         if failure is not None:

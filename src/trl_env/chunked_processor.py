@@ -58,8 +58,8 @@ class ChunkedProcessor:
         """Parse one model turn (text without the end-of-turn token), flagging malformed output.
 
         Example:
-            >>> from trl_env.presets import qwen3_thinking_chunks
-            >>> ChunkedProcessor(qwen3_thinking_chunks(), think_markers=("<think>", "</think>")).parse("x</think>y")
+            >>> from trl_env.presets import qwen3_5_thinking_chunks  # the prompt opens <think>
+            >>> ChunkedProcessor(qwen3_5_thinking_chunks(), think_markers=("<think>", "</think>")).parse("x</think>y")
             ParsedOutput(reasoning='x', action='y', ok=True)
         """
         if self.think_markers is None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from trl_env import cli_check
+from trl_env import cli_check, cli_check_env
 
-SUBCOMMANDS = [cli_check]
+SUBCOMMANDS = [cli_check, cli_check_env]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -62,6 +62,8 @@ def validate_result(env: object, result: Any, method: str, seed: str) -> tuple[E
         ...     reward, alive = 1, True
         ...     def reset(self, seed):
         ...         return self, "hi"
+        ...     def step(self, action):
+        ...         return self, action
         >>> validate_result(Ok(), Ok().reset("s"), "reset", "s")[1]
         'hi'
     """

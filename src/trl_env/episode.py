@@ -122,7 +122,9 @@ class Episode:
                 self.completion_ids[segment.start : segment.end], clean_up_tokenization_spaces=False
             )
             if decoded != unicodedata.normalize("NFC", segment.text):
-                raise AssertionError(f"episode {self.seed!r}: env chunk decodes to {decoded!r}, rendered {segment.text!r}")
+                raise AssertionError(
+                    f"episode {self.seed!r}: env chunk decodes to {decoded!r}, rendered {segment.text!r}"
+                )
 
     def transcript(self) -> dict[str, Any]:
         """A JSON-ready record of the episode for logs and evaluation files.

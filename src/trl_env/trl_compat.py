@@ -23,17 +23,18 @@ def require_supported_trl(version: str | None = None) -> None:
     """Raise ``RuntimeError`` unless TRL is in the supported range (1.16.x).
 
     Example:
-        >>> require_supported_trl("1.16.0")
-        >>> require_supported_trl("0.19.0")
+        >>> require_supported_trl("1.16.0")  # doctest: +ELLIPSIS
+        >>> require_supported_trl("0.19.0")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        RuntimeError: trl-env needs trl>=1.16.0,<1.17.0 for rollout_func support; found trl 0.19.0 (pip install 'trl==1.16.*')
+        RuntimeError: trl-env needs trl>=1.16.0,<1.17.0 for rollout_func support; found trl 0.19.0 ...
     """
     found = Version(version or trl.__version__)
     low, high = SUPPORTED_TRL
     if not (low <= found < high):
         raise RuntimeError(
-            f"trl-env needs trl>={low},<{high} for rollout_func support; found trl {found} (pip install 'trl==1.16.*')"
+            f"trl-env needs trl>={low},<{high} for rollout_func support; found trl {found} "
+            "(pip install 'trl==1.16.*')"
         )
 
 

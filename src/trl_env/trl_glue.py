@@ -55,7 +55,12 @@ def prompt_to_seed(prompt: Any) -> str:
     """
     if isinstance(prompt, str):
         return prompt
-    if isinstance(prompt, list) and prompt and isinstance(prompt[-1], dict) and isinstance(prompt[-1].get("content"), str):
+    if (
+        isinstance(prompt, list)
+        and prompt
+        and isinstance(prompt[-1], dict)
+        and isinstance(prompt[-1].get("content"), str)
+    ):
         return prompt[-1]["content"]
     raise TypeError(f"the dataset's prompt column must hold seed strings; got {type(prompt).__name__}: {prompt!r:.80}")
 
@@ -71,8 +76,10 @@ def episodes_to_batch(episodes: list[Episode], turn_end_id: int) -> dict[str, li
         >>> batch["completion_ids"], batch["env_mask"]
         ([[2]], [[0]])
     """
-    batch: dict[str, list[Any]] = {key: [] for key in (
-        "prompt_ids", "completion_ids", "logprobs", "env_mask", "env_reward", "num_turns", "transcript")}
+    batch: dict[str, list[Any]] = {
+        key: []
+        for key in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "env_reward", "num_turns", "transcript")
+    }
     for episode in episodes:
         if not episode.completion_ids:
             episode.add_env_tokens([turn_end_id], "")

@@ -20,16 +20,56 @@ from transformers import PreTrainedTokenizerFast
 
 from trl_env.testing.qwen3_tokenizer import trl_chat_template
 
-LLAMA3 = ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>",
-          "<|python_tag|>", "<|end_of_text|>"]
+LLAMA3 = [
+    "<|begin_of_text|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "<|python_tag|>",
+    "<|end_of_text|>",
+]
 GEMMA = ["<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>"]
-GEMMA4 = ["<bos>", "<eos>", "<|turn>", "<turn|>", "<|channel>", "<channel|>", "<|think|>", "<|tool_call>",
-          "<tool_call|>", "<|tool_response>", "<tool_response|>", "<|tool>", "<tool|>", '<|"|>']
-COHERE = ["<BOS_TOKEN>", "<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>", "<|SYSTEM_TOKEN|>", "<|USER_TOKEN|>",
-          "<|CHATBOT_TOKEN|>", "<|START_RESPONSE|>", "<|END_RESPONSE|>", "<|START_THINKING|>", "<|END_THINKING|>"]
+GEMMA4 = [
+    "<bos>",
+    "<eos>",
+    "<|turn>",
+    "<turn|>",
+    "<|channel>",
+    "<channel|>",
+    "<|think|>",
+    "<|tool_call>",
+    "<tool_call|>",
+    "<|tool_response>",
+    "<tool_response|>",
+    "<|tool>",
+    "<tool|>",
+    '<|"|>',
+]
+COHERE = [
+    "<BOS_TOKEN>",
+    "<|START_OF_TURN_TOKEN|>",
+    "<|END_OF_TURN_TOKEN|>",
+    "<|SYSTEM_TOKEN|>",
+    "<|USER_TOKEN|>",
+    "<|CHATBOT_TOKEN|>",
+    "<|START_RESPONSE|>",
+    "<|END_RESPONSE|>",
+    "<|START_THINKING|>",
+    "<|END_THINKING|>",
+]
 IDEFICS = ["<|begin_of_text|>", "<end_of_utterance>", "<|end_of_text|>"]
-LFM2 = ["<|startoftext|>", "<|im_start|>", "<|im_end|>", "<|tool_call_start|>", "<|tool_call_end|>",
-        "<|tool_list_start|>", "<|tool_list_end|>", "<|tool_response_start|>", "<|tool_response_end|>"]
+LFM2 = [
+    "<|startoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|tool_call_start|>",
+    "<|tool_call_end|>",
+    "<|tool_list_start|>",
+    "<|tool_list_end|>",
+    "<|tool_response_start|>",
+    "<|tool_response_end|>",
+]
 PHI3 = ["<|system|>", "<|user|>", "<|assistant|>", "<|end|>"]
 DEEPSEEK = ["<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>"]
 

@@ -6,7 +6,9 @@ import torch
 from transformers import PreTrainedTokenizerBase, Qwen3Config, Qwen3ForCausalLM
 
 
-def build_tiny_qwen3_model(tokenizer: PreTrainedTokenizerBase, *, hidden_size: int = 64, seed: int = 0) -> Qwen3ForCausalLM:
+def build_tiny_qwen3_model(
+    tokenizer: PreTrainedTokenizerBase, *, hidden_size: int = 64, seed: int = 0
+) -> Qwen3ForCausalLM:
     """A two-layer Qwen3 model with random weights sized for ``tokenizer`` (head_dim 32).
 
     Example:
