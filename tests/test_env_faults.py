@@ -159,6 +159,7 @@ def test_empty_and_unstopped_model_output(qwen3_tokenizer, stop_prob, expected_s
     assert [t.stopped for t in episode.turns] == [expected_stopped] * 2
     if expected_stopped:
         assert actions == ["", ""]
+        assert episode.parse_failures == 2  # an empty answer is counted as a parse failure
     episode.check(qwen3_tokenizer)
 
 

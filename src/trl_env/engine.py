@@ -163,7 +163,7 @@ class RolloutEngine:
             run.context.extend(ids)
             body = self.tokenizer.decode(ids[:-1] if stopped else ids, clean_up_tokenization_spaces=False)
             parsed = _parse(self.processor, body)
-            turn = Turn(body, parsed.reasoning, parsed.action, parsed.ok and bool(ids), stopped)
+            turn = Turn(body, parsed.reasoning, parsed.action, parsed.ok and bool(body.strip()), stopped)
             run.episode.turns.append(turn)
             if not stopped:
                 if run.budget_left(config) < 1:
