@@ -1,0 +1,33 @@
+"""trl-env check: exit codes and report for a passing, a refused and a failing tokenizer."""
+
+import pytest
+
+from trl_env.cli import main
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory, template_tokenizers):
+    def save(name):
+        path = tmp_path_factory.mktemp(name)
+        template_tokenizers(name).save_pretrained(path)
+        return str(path)
+
+    return save
+
+
+def test_qwen3_passes(saved, capsys):
+    assert main(["check", saved("qwen3")]) == 0
+    assert "additive on all" in capsys.readouterr().out
+
+
+def test_qwen3_without_thinking_needs_a_preset(saved, capsys):
+    path = saved("qwen3")
+    assert main(["check", path, "--no-thinking"]) == 2
+    assert "preset" in capsys.readouterr().out
+    assert main(["check", path, "--preset", "qwen3_nothink"]) == 0
+
+
+def test_smolvlm_fails_with_a_table(saved, capsys):
+    assert main(["check", saved("smolvlm")]) == 1
+    out = capsys.readouterr().out
+    assert "NOT additive" in out and "prompt | model" in out
