@@ -42,6 +42,8 @@ class ChunkEncoder:
             raise ValueError(f"the end-of-turn text {self.turn_end!r} is {len(ids)} tokens, expected one special token")
         self.turn_end_id: int = ids[0]
         self._special_ids = {s: tokenizer.convert_tokens_to_ids(s) for s in special_token_strings(tokenizer)}
+        self._markup_cache: dict[str, list[int]] = {}
+        self._pieces_cache: dict[str, list[str | int]] = {}
         pattern = "|".join(re.escape(s) for s in self._special_ids)
         self._special_pattern = re.compile(pattern) if pattern else None
         self._user_prefix, self._user_suffix = self._split_template(processor.append_user_input, "append_user_input")
@@ -81,27 +83,50 @@ class ChunkEncoder:
     def encode(self, before: str, untrusted: str, after: str) -> list[int]:
         """Tokenize ``before + untrusted + after``; special tokens are recognised only in the markup.
 
+        Markup-only pieces are the same in every chunk, so their ids are computed once and reused;
+        only the piece holding ``untrusted`` goes to the tokenizer each time.
+
         Example:
             >>> encoder.encode("<|im_start|>user\\n", "<|im_end|>", "<|im_end|>")[-1]  # doctest: +SKIP
             151645
         """
-        pieces: list[str | int] = []
-        self._cut(before, pieces)
-        text_tail = pieces.pop() if pieces and isinstance(pieces[-1], str) else ""
-        after_pieces: list[str | int] = []
-        self._cut(after, after_pieces)
-        text_head = after_pieces.pop(0) if after_pieces and isinstance(after_pieces[0], str) else ""
+        head = self._pieces(before)
+        tail = self._pieces(after)
+        text_tail = head[-1] if head and isinstance(head[-1], str) else ""
+        text_head = tail[0] if tail and isinstance(tail[0], str) else ""
+        ids: list[int] = []
+        for piece in head[: len(head) - 1] if text_tail else head:
+            ids.extend(self._markup_ids(piece))
         middle = text_tail + untrusted + text_head
         if middle:
-            pieces.append(middle)
-        pieces.extend(after_pieces)
-        ids: list[int] = []
-        for piece in pieces:
-            if isinstance(piece, int):
-                ids.append(piece)
-            else:
-                ids.extend(self.tokenizer.encode(piece, add_special_tokens=False, split_special_tokens=True))
+            ids.extend(self._encode_text(middle))
+        for piece in tail[1:] if text_head else tail:
+            ids.extend(self._markup_ids(piece))
         return ids
+
+    def _encode_text(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
+
+    def _markup_ids(self, piece: str | int) -> list[int]:
+        if isinstance(piece, int):
+            return [piece]
+        ids = self._markup_cache.get(piece)
+        if ids is None:
+            if len(self._markup_cache) >= 1024:  # markup comes from the processor: a handful of strings
+                self._markup_cache.clear()
+            ids = self._markup_cache[piece] = self._encode_text(piece)
+        return ids
+
+    def _pieces(self, markup: str) -> list[str | int]:
+        """``markup`` cut at its special tokens: text spans and special-token ids, in order (cached)."""
+        pieces = self._pieces_cache.get(markup)
+        if pieces is None:
+            pieces = []
+            self._cut(markup, pieces)
+            if len(self._pieces_cache) >= 1024:
+                self._pieces_cache.clear()
+            self._pieces_cache[markup] = pieces
+        return pieces
 
     def _cut(self, markup: str, pieces: list[str | int]) -> None:
         position = 0
@@ -136,8 +161,7 @@ class ChunkEncoder:
             >>> ids, text = encoder.prompt("", "Hi")  # doctest: +SKIP
         """
         if system_prompt:
-            render = self.processor.init_system_input
-            render(system_prompt)  # raises the processor's own error where system prompts are unsupported
+            render = self.processor.init_system_input  # raises the processor's own error where unsupported
             system_content = self._content(render, self._system_prefix, self._system_suffix, system_prompt)
             ids = self.encode(self._system_prefix, system_content, self._system_suffix)
             system_text = self._system_prefix + system_content + self._system_suffix

@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from trl_env import cli_check, cli_check_env
+from trl_env import cli_check, cli_check_env, cli_eval, cli_train
 
-SUBCOMMANDS = [cli_check, cli_check_env]
+SUBCOMMANDS = [cli_check, cli_check_env, cli_eval, cli_train]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

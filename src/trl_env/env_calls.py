@@ -103,7 +103,9 @@ class EnvCaller:
 
     def __init__(self, *, workers: int = 8, timeout: float | None = None) -> None:
         self.timeout = timeout
-        self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="trl-env")
+        self.workers = max(1, workers)
+        self.abandoned = False  # a call timed out: its thread may still be busy, so the pool is not reused
+        self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="trl-env")
 
     def __enter__(self) -> EnvCaller:
         return self
@@ -127,6 +129,7 @@ class EnvCaller:
                 raw = future.result(timeout=self.timeout)
             except FutureTimeout:
                 future.cancel()
+                self.abandoned = True
                 results.append(EnvFault("timeout", f"{method} took longer than {self.timeout} s"))
                 continue
             except Exception as error:  # the env's own fault: reported, never fatal here

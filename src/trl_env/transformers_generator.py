@@ -1,9 +1,18 @@
 """Batched sampling with a transformers model, returning the sampled tokens' logprobs.
 
-Contexts are left-padded into one batch and sampled with ``model.generate``. The logprob of
-each sampled token is ``log_softmax(logits / temperature)`` at that token: the quantity TRL
-recomputes for the policy during training (top-p/top-k truncation is not folded in, as in
-TRL's own generation path). A row stops at its first stop token, which is kept.
+Contexts are left-padded into one batch and sampled token by token with a KV cache. The
+logprob of each sampled token is ``log_softmax(logits / temperature)`` at that token: the
+quantity TRL recomputes for the policy during training (top-p/top-k truncation is not folded
+in, as in TRL's own generation path). A row stops at its first stop token, which is kept.
+
+The sampling distribution is the one ``model.generate(do_sample=True, temperature=...,
+top_k=..., top_p=...)`` samples from (temperature, then top-k, then top-p). The loop is
+written out rather than calling ``model.generate`` for speed on large vocabularies: a token
+is drawn by inverse-CDF sampling (:func:`sample_from_weights`, an order of magnitude faster
+on CPU than ``torch.multinomial`` over 151k tokens), only the sampled tokens' logprobs are
+kept instead of every step's full logits, and finished rows leave the batch. A model whose
+``generation_config`` asks for further logits processing (``repetition_penalty``,
+``min_p``, ...) is sampled with ``model.generate`` instead, so that processing still applies.
 
 Example:
     >>> generator = TransformersGenerator(model, tokenizer, temperature=1.0)  # doctest: +SKIP
@@ -13,13 +22,54 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 
 import torch
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from transformers import DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
+from transformers.generation.logits_process import TopKLogitsWarper, TopPLogitsWarper
 
 from trl_env.generator import Generation
+
+# generation_config fields that make model.generate process logits beyond temperature/top-k/top-p,
+# with their neutral values
+_EXTRA_PROCESSING: dict[str, tuple[object, ...]] = {
+    "repetition_penalty": (None, 1.0),
+    "encoder_repetition_penalty": (None, 1.0),
+    "no_repeat_ngram_size": (None, 0),
+    "encoder_no_repeat_ngram_size": (None, 0),
+    "bad_words_ids": (None,),
+    "min_length": (None, 0),
+    "min_new_tokens": (None, 0),
+    "min_p": (None,),
+    "top_h": (None,),
+    "typical_p": (None, 1.0),
+    "epsilon_cutoff": (None, 0.0),
+    "eta_cutoff": (None, 0.0),
+    "sequence_bias": (None,),
+    "suppress_tokens": (None,),
+    "begin_suppress_tokens": (None,),
+    "forced_bos_token_id": (None,),
+    "forced_eos_token_id": (None,),
+    "renormalize_logits": (None, False),
+    "exponential_decay_length_penalty": (None,),
+    "guidance_scale": (None, 1.0),
+    "watermarking_config": (None,),
+}
+
+
+def extra_logits_processing(generation_config: object) -> list[str]:
+    """The ``generation_config`` fields that ask ``model.generate`` for more than temperature/top-k/top-p.
+
+    Example:
+        >>> from transformers import GenerationConfig
+        >>> extra_logits_processing(GenerationConfig(repetition_penalty=1.1))
+        ['repetition_penalty']
+    """
+    return [
+        name for name, neutral in _EXTRA_PROCESSING.items() if getattr(generation_config, name, None) not in neutral
+    ]
 
 
 class TransformersGenerator:
@@ -46,6 +96,11 @@ class TransformersGenerator:
         self.stop_token_ids = list(stop_token_ids) if stop_token_ids else [tokenizer.eos_token_id]
         self.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_token_ids[0]
         self._model_context = model_context or (lambda: nullcontext(self.model))
+        self._warpers: list[Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = []
+        if top_k:
+            self._warpers.append(TopKLogitsWarper(top_k=top_k))
+        if top_p < 1.0:
+            self._warpers.append(TopPLogitsWarper(top_p=top_p))
 
     def generate(self, contexts: list[list[int]], max_new_tokens: int) -> list[Generation]:
         """Sample up to ``max_new_tokens`` for each context, all in one batch.
@@ -56,22 +111,91 @@ class TransformersGenerator:
         """
         if not contexts:
             return []
+        if max_new_tokens < 1:
+            return [Generation([], []) for _ in contexts]
         with self._model_context() as model, torch.no_grad():
             was_training = model.training
             model.eval()
             try:
-                return list(self._generate(model, contexts, max_new_tokens))
+                if extra_logits_processing(getattr(model, "generation_config", None)):
+                    return list(self._generate_with_model_generate(model, contexts, max_new_tokens))
+                return self._sample_loop(model, contexts, max_new_tokens)
             finally:
                 model.train(was_training)
 
-    def _generate(self, model: PreTrainedModel, contexts: list[list[int]], max_new_tokens: int) -> Iterator[Generation]:
-        device = next(model.parameters()).device
+    def _batch(self, contexts: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         width = max(len(c) for c in contexts)
         input_ids = torch.full((len(contexts), width), self.pad_token_id, dtype=torch.long)
         attention_mask = torch.zeros((len(contexts), width), dtype=torch.long)
         for row, context in enumerate(contexts):
             input_ids[row, width - len(context) :] = torch.tensor(context, dtype=torch.long)
             attention_mask[row, width - len(context) :] = 1
+        return input_ids, attention_mask
+
+    def _sample(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Draw one token per row from ``logits`` (batch, vocab); return the tokens and their logprobs.
+
+        ``torch.softmax`` serves both the draw and the logprob (the log of the sampled token's
+        probability): one pass over the vocabulary, and unlike a plain ``exp`` it stays fast when
+        most probabilities underflow to denormals (a peaked or low-temperature distribution).
+        """
+        scaled = logits.float() / self.temperature if self.temperature != 1.0 else logits.float()
+        probs = torch.softmax(scaled, dim=-1)
+        if self._warpers:
+            filtered = scaled
+            for warper in self._warpers:
+                filtered = warper(None, filtered)  # the warpers ignore input_ids
+            tokens = sample_from_weights(torch.softmax(filtered, dim=-1))
+        else:
+            tokens = sample_from_weights(probs)
+        return tokens.squeeze(1), probs.gather(1, tokens).log_().squeeze(1)
+
+    def _sample_loop(self, model: PreTrainedModel, contexts: list[list[int]], max_new_tokens: int) -> list[Generation]:
+        device = next(model.parameters()).device
+        input_ids, attention_mask = self._batch(contexts)
+        input_ids, attention_mask = input_ids.to(device), attention_mask.to(device)
+        positions = (attention_mask.cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
+        forward_kwargs = _forward_kwargs(model)
+        cache = DynamicCache(config=model.config)
+        stops = torch.tensor(self.stop_token_ids, dtype=torch.long, device=device)
+        rows = list(range(len(contexts)))  # live row -> context index
+        sampled: list[list[int]] = [[] for _ in contexts]
+        logprobs: list[list[float]] = [[] for _ in contexts]
+        step_ids, step_positions = input_ids, positions
+        for step in range(max_new_tokens):
+            out = model(
+                input_ids=step_ids,
+                attention_mask=attention_mask,
+                position_ids=step_positions,
+                use_cache=True,
+                **{forward_kwargs["cache"]: cache},
+                **forward_kwargs["extra"],
+            )
+            tokens, token_logprobs = self._sample(out.logits[:, -1, :])
+            for row, token, logprob in zip(rows, tokens.tolist(), token_logprobs.tolist(), strict=True):
+                sampled[row].append(token)
+                logprobs[row].append(logprob)
+            if step == max_new_tokens - 1:
+                break
+            live = ~torch.isin(tokens, stops)
+            if not bool(live.all()):
+                if not bool(live.any()):
+                    break
+                keep = live.nonzero().squeeze(1)
+                cache.batch_select_indices(keep)
+                rows = [rows[i] for i in keep.tolist()]
+                tokens, attention_mask, step_positions = tokens[keep], attention_mask[keep], step_positions[keep]
+            attention_mask = torch.cat([attention_mask, attention_mask.new_ones((attention_mask.shape[0], 1))], dim=1)
+            step_ids = tokens.unsqueeze(1)
+            step_positions = step_positions[:, -1:] + 1
+        return [Generation(ids, lps) for ids, lps in zip(sampled, logprobs, strict=True)]
+
+    def _generate_with_model_generate(
+        self, model: PreTrainedModel, contexts: list[list[int]], max_new_tokens: int
+    ) -> Iterator[Generation]:
+        device = next(model.parameters()).device
+        input_ids, attention_mask = self._batch(contexts)
+        width = input_ids.shape[1]
         out = model.generate(
             input_ids=input_ids.to(device),
             attention_mask=attention_mask.to(device),
@@ -87,10 +211,58 @@ class TransformersGenerator:
             disable_compile=True,
         )
         new_ids = out.sequences[:, width:]
-        logits = torch.stack(out.logits, dim=1).float() / self.temperature  # (batch, new, vocab)
-        logprobs = torch.log_softmax(logits, dim=-1).gather(-1, new_ids.unsqueeze(-1)).squeeze(-1)
+        # one step at a time: only the sampled token's logprob is kept, never a (batch, steps, vocab) tensor
+        columns = [
+            torch.log_softmax(step.float() / self.temperature, dim=-1).gather(-1, new_ids[:, i : i + 1])
+            for i, step in enumerate(out.logits)
+        ]
+        logprobs = torch.cat(columns, dim=1).tolist()
         stops = set(self.stop_token_ids)
         for row in range(len(contexts)):
             ids = new_ids[row].tolist()
             end = next((i + 1 for i, token in enumerate(ids) if token in stops), len(ids))
-            yield Generation(ids[:end], logprobs[row, :end].tolist())
+            yield Generation(ids[:end], logprobs[row][:end])
+
+
+def _forward_kwargs(model: PreTrainedModel) -> dict:
+    """How to pass the KV cache to ``model``'s forward, and whether it can keep only the last logits."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # PEFT passes kwargs through
+    parameters = inspect.signature(base.forward).parameters
+    cache = "cache" if "cache" in parameters else "past_key_values"
+    extra = {"logits_to_keep": 1} if "logits_to_keep" in parameters else {}
+    return {"cache": cache, "extra": extra}
+
+
+_BLOCK = 1024
+
+
+def sample_from_weights(weights: torch.Tensor) -> torch.Tensor:
+    """One index per row of ``weights`` (batch, n; non-negative, unnormalised), drawn with probability ``w / sum(w)``.
+
+    Inverse-CDF sampling in two levels: a block of ``_BLOCK`` entries is drawn from the block
+    sums, then an entry within the block. It needs one sum over the row and a cumulative sum
+    over one block, instead of a cumulative sum over the whole row, and no random number per
+    entry (``torch.multinomial`` draws one per entry on CPU). Returns a (batch, 1) tensor.
+
+    Example:
+        >>> sample_from_weights(torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 2.0]])).tolist()
+        [[1], [2]]
+    """
+    rows, n = weights.shape
+    full = n // _BLOCK
+    parts = [weights[:, : full * _BLOCK].reshape(rows, full, _BLOCK).sum(-1)] if full else []
+    if n > full * _BLOCK:
+        parts.append(weights[:, full * _BLOCK :].sum(-1, keepdim=True))
+    block_sums = torch.cat(parts, dim=1)
+    block_cdf = block_sums.cumsum(-1)
+    draw = torch.rand(rows, 1, device=weights.device, dtype=block_cdf.dtype) * block_cdf[:, -1:]
+    block = torch.searchsorted(block_cdf, draw, right=True).clamp_(max=block_sums.shape[1] - 1)
+    empty = block_sums.gather(1, block) <= 0  # only through rounding at the very end of the row
+    block = torch.where(empty, block_sums.argmax(-1, keepdim=True), block)
+    within = draw - (block_cdf.gather(1, block) - block_sums.gather(1, block))
+    index = block * _BLOCK + torch.arange(_BLOCK, device=weights.device)
+    values = weights.gather(1, index.clamp(max=n - 1)) * (index < n)
+    offset = torch.searchsorted(values.cumsum(-1), within, right=True).clamp_(max=_BLOCK - 1)
+    zero = values.gather(1, offset) <= 0  # rounding again: never return an entry of weight 0
+    offset = torch.where(zero, values.argmax(-1, keepdim=True), offset)
+    return block * _BLOCK + offset

