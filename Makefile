@@ -22,5 +22,8 @@ test: install
 lint: install
 	$(BIN)/ruff check src tests examples
 
+demo: install
+	HF_HUB_OFFLINE=1 $(BIN)/python demo/run_demo.py $(DEMO_ARGS)
+
 clean:
 	rm -rf $(VENV) .cache .pytest_cache

@@ -27,7 +27,7 @@ from trl_env.env_calls import OnEnvError
 from trl_env.episode import Episode
 from trl_env.generator import Generator
 from trl_env.transformers_generator import TransformersGenerator
-from trl_env.trl_compat import log_metric, model_for_generation, require_supported_trl, trainer_tokenizer
+from trl_env.trl_compat import enable_vllm_cpu_weight_sync, log_metric, model_for_generation, require_supported_trl, trainer_tokenizer
 
 
 class NonAdditiveProcessorError(ValueError):
@@ -131,6 +131,7 @@ def make_rollout_func(
         >>> rollout_func = make_rollout_func(GuessNumberEnv, max_turns=5, max_turn_tokens=8)  # doctest: +SKIP
     """
     require_supported_trl()
+    enable_vllm_cpu_weight_sync()
     engines: dict[int, RolloutEngine] = {}
 
     def build(trainer: Any) -> RolloutEngine:
