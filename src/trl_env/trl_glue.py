@@ -27,7 +27,13 @@ from trl_env.env_calls import OnEnvError
 from trl_env.episode import Episode
 from trl_env.generator import Generator
 from trl_env.transformers_generator import TransformersGenerator
-from trl_env.trl_compat import enable_vllm_cpu_weight_sync, log_metric, model_for_generation, require_supported_trl, trainer_tokenizer
+from trl_env.trl_compat import (
+    enable_vllm_cpu_weight_sync,
+    log_metric,
+    model_for_generation,
+    require_supported_trl,
+    trainer_tokenizer,
+)
 
 
 class NonAdditiveProcessorError(ValueError):
