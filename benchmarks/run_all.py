@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 BENCHMARKS: dict[str, tuple[str, list[str], list[str]]] = {
     "1": ("batched_vs_sequential.py", [], ["--sizes", "8", "16", "32", "64", "--repeats", "3"]),
     "2": ("overhead.py", [], ["--repeats", "5", "--instant-repeats", "20"]),
-    "3": ("turn_scaling.py", [], ["--repeats", "7", "--curve-episodes", "32"]),
+    "3": ("turn_scaling.py", [], ["--repeats", "25", "--curve-episodes", "32"]),
     "4": ("vs_trl.py", [], ["--repeats", "8", "--batch", "8"]),
     "5": ("memory.py", [], ["--model-turn-tokens", "16", "--before-fix-turns", "16"]),
 }

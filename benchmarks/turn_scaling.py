@@ -12,7 +12,7 @@
 
 Writes benchmarks/out/turn_scaling.png.
 
-Run: python benchmarks/turn_scaling.py [--turns 4 16 64] [--episodes 32] [--repeats 5]
+Run: python benchmarks/turn_scaling.py [--turns 4 16 64] [--episodes 32] [--repeats 15]
      [--curve-episodes 8] [--curve-turns 64]
 """
 
@@ -45,7 +45,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--turns", type=int, nargs="+", default=[4, 16, 64])
     parser.add_argument("--episodes", type=int, default=32)
     parser.add_argument("--turn-tokens", type=int, default=16)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--curve-episodes", type=int, default=8)
     parser.add_argument("--curve-turns", type=int, default=64)
     parser.add_argument(
