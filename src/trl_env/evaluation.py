@@ -221,30 +221,8 @@ class PrefixCachingGenerator(TransformersGenerator):
         rest_ids, rest_mask = self._batch([c[prefix_len:] for c in contexts])
         attention_mask = torch.cat([torch.ones((len(contexts), prefix_len), dtype=torch.long), rest_mask], 1).to(device)
         positions = (attention_mask.cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)[:, prefix_len:]
-        stops = torch.tensor(self.stop_token_ids, dtype=torch.long, device=device)
-        rows = list(range(len(contexts)))  # live row -> context index
-        sampled: list[list[int]] = [[] for _ in contexts]
-        logprobs: list[list[float]] = [[] for _ in contexts]
-        step_ids, step_positions = rest_ids.to(device), positions
-        for step in range(max_new_tokens):
-            out = model(input_ids=step_ids, attention_mask=attention_mask, position_ids=step_positions, use_cache=True,
-                        **{forward_kwargs["cache"]: cache}, **forward_kwargs["extra"])
-            tokens, token_logprobs = self._sample(out.logits[:, -1, :])
-            for row, token, logprob in zip(rows, tokens.tolist(), token_logprobs.tolist(), strict=True):
-                sampled[row].append(token)
-                logprobs[row].append(logprob)
-            live = ~torch.isin(tokens, stops)
-            if step == max_new_tokens - 1 or not bool(live.any()):
-                break
-            if not bool(live.all()):
-                keep = live.nonzero().squeeze(1)
-                cache.batch_select_indices(keep)
-                rows = [rows[i] for i in keep.tolist()]
-                tokens, attention_mask, step_positions = tokens[keep], attention_mask[keep], step_positions[keep]
-            attention_mask = torch.cat([attention_mask, attention_mask.new_ones((attention_mask.shape[0], 1))], dim=1)
-            step_ids = tokens.unsqueeze(1)
-            step_positions = step_positions[:, -1:] + 1
-        return [Generation(ids, lps) for ids, lps in zip(sampled, logprobs, strict=True)]
+        return self._decode(model, rest_ids.to(device), attention_mask, positions, cache, len(contexts),
+                            max_new_tokens)
 
 def autocast_context(model: Any, dtype: torch.dtype | None) -> Callable[[], Any] | None:
     """A ``model_context`` for :class:`TransformersGenerator` that samples under ``torch.autocast(dtype)``.

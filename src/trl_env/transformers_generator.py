@@ -155,13 +155,26 @@ class TransformersGenerator:
         input_ids, attention_mask = self._batch(contexts)
         input_ids, attention_mask = input_ids.to(device), attention_mask.to(device)
         positions = (attention_mask.cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
-        forward_kwargs = _forward_kwargs(model)
         cache = DynamicCache(config=model.config)
+        return self._decode(model, input_ids, attention_mask, positions, cache, len(contexts), max_new_tokens)
+
+    def _decode(
+        self,
+        model: PreTrainedModel,
+        step_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        step_positions: torch.Tensor,
+        cache: DynamicCache,
+        batch_size: int,
+        max_new_tokens: int,
+    ) -> list[Generation]:
+        """Feed ``step_ids`` on top of ``cache``, then sample token by token; finished rows leave the batch."""
+        device = step_ids.device
+        forward_kwargs = _forward_kwargs(model)
         stops = torch.tensor(self.stop_token_ids, dtype=torch.long, device=device)
-        rows = list(range(len(contexts)))  # live row -> context index
-        sampled: list[list[int]] = [[] for _ in contexts]
-        logprobs: list[list[float]] = [[] for _ in contexts]
-        step_ids, step_positions = input_ids, positions
+        rows = list(range(batch_size))  # live row -> context index
+        sampled: list[list[int]] = [[] for _ in range(batch_size)]
+        logprobs: list[list[float]] = [[] for _ in range(batch_size)]
         for step in range(max_new_tokens):
             out = model(
                 input_ids=step_ids,
