@@ -7,6 +7,7 @@ Example:
 """
 
 from trl_env.additivity import AdditivityReport, check_additivity
+from trl_env.caching_generators import EpisodeCacheGenerator, PrefixCachingGenerator
 from trl_env.chat_chunks import ChatChunks
 from trl_env.chat_template_processor import ChatTemplateProcessor, ChunkingError
 from trl_env.chunked_processor import ChunkedProcessor
@@ -20,8 +21,9 @@ from trl_env.transformers_generator import TransformersGenerator
 from trl_env.trl_glue import NonAdditiveProcessorError, env_reward, make_rollout_func
 
 __all__ = [
-    "Action", "AdditivityReport", "ChatChunks", "ChatTemplateProcessor", "ChunkedProcessor", "ChunkingError",
-    "Delta", "Env", "EnvContractError", "EnvError", "Episode", "Generation", "Generator", "Language",
-    "NonAdditiveProcessorError", "PRESETS", "Processor", "RolloutConfig", "RolloutEngine", "Seed",
-    "TransformersGenerator", "Turn", "check_additivity", "env_reward", "make_rollout_func", "preset", "rollout",
+    "Action", "AdditivityReport", "ChatChunks", "ChatTemplateProcessor", "check_additivity", "ChunkedProcessor",
+    "ChunkingError", "Delta", "Env", "env_reward", "EnvContractError", "EnvError", "Episode",
+    "EpisodeCacheGenerator", "Generation", "Generator", "Language", "make_rollout_func",
+    "NonAdditiveProcessorError", "PrefixCachingGenerator", "preset", "PRESETS", "Processor", "rollout",
+    "RolloutConfig", "RolloutEngine", "Seed", "TransformersGenerator", "Turn",
 ]

@@ -54,7 +54,6 @@ class TrainSettings:
     output_dir: str = "outputs/train"
     report_to: str = "none"
     logging_steps: int = 1
-    prefix_cache: bool = True
     bf16: bool = False
     extra_args: dict[str, Any] = field(default_factory=dict)
 
@@ -119,8 +118,9 @@ def build_trainer(
     """A ready ``GRPOTrainer`` over ``seeds`` with trl-env's rollout function.
 
     With ``settings.lora_r > 0`` the model is wrapped in a LoRA adapter here (so the
-    rollout generator and the trainer share it); with ``settings.prefix_cache`` episodes are
-    sampled by :class:`~trl_env.evaluation.PrefixCachingGenerator`, otherwise by TRL's model.
+    rollout generator and the trainer share it); episodes are sampled by
+    :class:`~trl_env.caching_generators.EpisodeCacheGenerator` (the model's EOS ids and the
+    processor's end-of-turn token stop a turn).
     ``settings.bf16`` trains and samples under bfloat16 autocast (about twice as fast on CPUs
     with AVX512-BF16/AMX; weights and LoRA parameters stay float32).
 
@@ -133,8 +133,9 @@ def build_trainer(
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
+    from trl_env.caching_generators import EpisodeCacheGenerator
     from trl_env.chat_template_processor import ChatTemplateProcessor
-    from trl_env.evaluation import PrefixCachingGenerator, autocast_context, stop_token_ids
+    from trl_env.evaluation import autocast_context, stop_token_ids
     from trl_env.trl_glue import env_reward, make_rollout_func
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -173,13 +174,11 @@ def build_trainer(
         )
         model = get_peft_model(model, lora)
     processor = processor if processor is not None else ChatTemplateProcessor(tokenizer)
-    generator = None
-    if settings.prefix_cache:
-        generator = PrefixCachingGenerator(
-            model, tokenizer, temperature=settings.temperature,
-            stop_token_ids=stop_token_ids(model, tokenizer, processor),
-            model_context=autocast_context(model, torch.bfloat16 if settings.bf16 else None),
-        )
+    generator = EpisodeCacheGenerator(
+        model, tokenizer, temperature=settings.temperature,
+        stop_token_ids=stop_token_ids(model, tokenizer, processor),
+        model_context=autocast_context(model, torch.bfloat16 if settings.bf16 else None),
+    )
     rollout_func = make_rollout_func(
         env_factory,
         processor,

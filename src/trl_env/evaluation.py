@@ -38,13 +38,11 @@ from typing import Any
 
 import torch
 from tqdm.auto import tqdm
-from transformers import DynamicCache
 
+from trl_env.caching_generators import EpisodeCacheGenerator
 from trl_env.chat_template_processor import ChatTemplateProcessor
 from trl_env.core import Env, Processor
 from trl_env.engine import rollout
-from trl_env.generator import Generation
-from trl_env.transformers_generator import TransformersGenerator, _forward_kwargs
 
 COUNTERS = ("turns", "valid_guesses", "consistent_guesses")
 
@@ -191,39 +189,6 @@ class EvalSummary:
         return path
 
 
-class PrefixCachingGenerator(TransformersGenerator):
-    """A :class:`TransformersGenerator` that encodes the batch's common prefix only once.
-
-    Multi-turn contexts of one batch usually share a long opening (system prompt, the
-    environment's instructions): every turn re-reads it for every episode. Here its keys and
-    values are computed once with batch size 1 and repeated for every row; only the rest of
-    each context (left-padded *after* the prefix; positions follow the attention mask) goes
-    through the model. Sampling and logprobs are :class:`TransformersGenerator`'s. Without a
-    shared prefix of ``min_prefix`` tokens it simply is a :class:`TransformersGenerator`.
-
-    Example:
-        >>> generator = PrefixCachingGenerator(model, tokenizer, temperature=1.0)  # doctest: +SKIP
-        >>> generator.generate([[1, 2, 3, 4], [1, 2, 3, 5]], max_new_tokens=4)  # doctest: +SKIP
-    """
-
-    min_prefix = 8
-
-    def _sample_loop(self, model: Any, contexts: list[list[int]], max_new_tokens: int) -> list[Generation]:
-        prefix_len = min(_common_prefix_length(contexts), min(len(c) for c in contexts) - 1)
-        if len(contexts) < 2 or prefix_len < self.min_prefix:
-            return super()._sample_loop(model, contexts, max_new_tokens)
-        device = next(model.parameters()).device
-        forward_kwargs = _forward_kwargs(model)
-        cache = DynamicCache(config=model.config)
-        prefix = torch.tensor([contexts[0][:prefix_len]], dtype=torch.long, device=device)
-        model(input_ids=prefix, use_cache=True, **{forward_kwargs["cache"]: cache}, **forward_kwargs["extra"])
-        cache.batch_repeat_interleave(len(contexts))
-        rest_ids, rest_mask = self._batch([c[prefix_len:] for c in contexts])
-        attention_mask = torch.cat([torch.ones((len(contexts), prefix_len), dtype=torch.long), rest_mask], 1).to(device)
-        positions = (attention_mask.cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)[:, prefix_len:]
-        return self._decode(model, rest_ids.to(device), attention_mask, positions, cache, len(contexts),
-                            max_new_tokens)
-
 def autocast_context(model: Any, dtype: torch.dtype | None) -> Callable[[], Any] | None:
     """A ``model_context`` for :class:`TransformersGenerator` that samples under ``torch.autocast(dtype)``.
 
@@ -257,14 +222,6 @@ def cpu_has_bf16() -> bool:
     except OSError:
         return False
     return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
-def _common_prefix_length(contexts: Sequence[Sequence[int]]) -> int:
-    first = contexts[0]
-    length = min(len(c) for c in contexts)
-    for other in contexts[1:]:
-        length = next((i for i in range(length) if other[i] != first[i]), length)
-    return length
 
 
 def stop_token_ids(model: Any, tokenizer: Any, processor: Processor) -> list[int]:
@@ -302,7 +259,7 @@ def evaluate(
     ``budgets`` are :class:`~trl_env.engine.RolloutConfig` fields (``max_turns``,
     ``max_turn_tokens``, ``max_completion_tokens``, ``system_prompt``, ...). ``processor``
     defaults to the tokenizer's :class:`ChatTemplateProcessor`. Episodes run ``batch_size``
-    at a time under a tqdm bar counting episodes, sampled by :class:`PrefixCachingGenerator`
+    at a time under a tqdm bar counting episodes, sampled by :class:`EpisodeCacheGenerator`
     (under ``torch.autocast(autocast_dtype)`` when given, e.g. ``torch.bfloat16``).
 
     Example:
@@ -311,7 +268,7 @@ def evaluate(
         2
     """
     processor = processor if processor is not None else ChatTemplateProcessor(tokenizer)
-    generator = PrefixCachingGenerator(
+    generator = EpisodeCacheGenerator(
         model, tokenizer, temperature=temperature, stop_token_ids=stop_token_ids(model, tokenizer, processor),
         model_context=autocast_context(model, autocast_dtype),
     )

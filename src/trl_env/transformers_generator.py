@@ -194,6 +194,7 @@ class TransformersGenerator:
             if not bool(live.all()):
                 if not bool(live.any()):
                     break
+                self._rows_leaving(cache, attention_mask, (~live).nonzero().squeeze(1), rows)
                 keep = live.nonzero().squeeze(1)
                 cache.batch_select_indices(keep)
                 rows = [rows[i] for i in keep.tolist()]
@@ -201,7 +202,19 @@ class TransformersGenerator:
             attention_mask = torch.cat([attention_mask, attention_mask.new_ones((attention_mask.shape[0], 1))], dim=1)
             step_ids = tokens.unsqueeze(1)
             step_positions = step_positions[:, -1:] + 1
+        self._rows_leaving(cache, attention_mask, torch.arange(len(rows), device=device), rows)
         return [Generation(ids, lps) for ids, lps in zip(sampled, logprobs, strict=True)]
+
+    def _rows_leaving(
+        self, cache: DynamicCache, attention_mask: torch.Tensor, batch_indices: torch.Tensor, rows: list[int]
+    ) -> None:
+        """Called by the decode loop for rows whose sampling is over, before they leave the batch.
+
+        At that point ``cache`` holds, for each such row, its context and every sampled token
+        but the last (``attention_mask`` marks the real positions). ``batch_indices`` are the rows'
+        places in the current batch; ``rows`` maps every place to its context's index. Subclasses
+        that keep caches between calls take them from here; this generator keeps nothing.
+        """
 
     def _generate_with_model_generate(
         self, model: PreTrainedModel, contexts: list[list[int]], max_new_tokens: int

@@ -20,13 +20,13 @@ from collections.abc import Callable
 from typing import Any
 
 from trl_env.additivity import check_additivity
+from trl_env.caching_generators import EpisodeCacheGenerator
 from trl_env.chat_template_processor import ChatTemplateProcessor
 from trl_env.core import Env, Processor
 from trl_env.engine import RolloutConfig, RolloutEngine
 from trl_env.env_calls import OnEnvError
 from trl_env.episode import Episode
 from trl_env.generator import Generator
-from trl_env.transformers_generator import TransformersGenerator
 from trl_env.trl_compat import (
     enable_vllm_cpu_weight_sync,
     log_metric,
@@ -187,7 +187,7 @@ def _trainer_generator(trainer: Any, tokenizer: Any) -> Generator:
 
         return TrainerVLLMGenerator(trainer)
     stop_ids = list(trainer.eos_token_ids)
-    return TransformersGenerator(
+    return EpisodeCacheGenerator(
         trainer.model,
         tokenizer,
         temperature=trainer.temperature,
