@@ -15,6 +15,7 @@ and repeated (medians):
   its own process with its own threads; the other sides use ``--threads`` torch threads).
 
 Run: python benchmarks/batched_vs_sequential.py [--sizes 8 16 32] [--turns 4] [--repeats 2] [--threads 1]
+     [--model DIR]   (a real model instead of the tiny Qwen3, e.g. the demo's .cache/smollm2-135m-instruct)
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from benchmarks.common import (  # noqa: E402
     cli,
     env_with_turns,
     interleaved,
+    local_model,
     log,
     median,
     qwen3_tokenizer,
@@ -52,6 +54,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--baseline-sizes", type=int, nargs="*", default=[32])
     parser.add_argument("--no-vllm", action="store_true")
+    parser.add_argument("--model", help="a local model folder instead of the tiny Qwen3 (e.g. the demo's model)")
 
 
 def _model_generate_generator(model, tokenizer):
@@ -80,8 +83,11 @@ def measure(args) -> list[Row]:
     )
 
     set_threads(args.threads)
-    tokenizer = qwen3_tokenizer()
-    model = tiny_model(tokenizer, args.hidden)
+    if args.model:
+        model, tokenizer = local_model(args.model)
+    else:
+        tokenizer = qwen3_tokenizer()
+        model = tiny_model(tokenizer, args.hidden)
     processor = ChatTemplateProcessor(tokenizer)
     env = env_with_turns(args.turns) if args.turns != FixedTurnsEnv.turns else FixedTurnsEnv
     config = RolloutConfig(max_turns=args.turns, max_turn_tokens=args.turn_tokens, max_completion_tokens=1 << 20)
@@ -158,6 +164,8 @@ def measure(args) -> list[Row]:
             Row("1 batched vs sequential", "32 episodes: seed / trl-env (vLLM-CPU)", vllm or "skipped", ">= 8x")
         )
     rows[0].notes.append(tokens_note)
+    model_name = args.model or f"tiny Qwen3 (hidden {args.hidden}, 2 layers)"
+    rows[0].notes.append(f"model: {model_name}, vocab {len(tokenizer)}")
     return rows
 
 

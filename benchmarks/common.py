@@ -38,6 +38,14 @@ def tiny_model(tokenizer, hidden_size: int = 64):
     return build_tiny_qwen3_model(tokenizer, hidden_size=hidden_size)
 
 
+def local_model(directory: str):
+    """A causal LM and its tokenizer from a local folder (float32, eval mode), e.g. the demo's SmolLM2."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(directory, dtype="float32").eval()
+    return model, AutoTokenizer.from_pretrained(directory)
+
+
 def vllm_generator(model, tokenizer):
     """A ``VLLMGenerator`` over ``model`` (saved to a temporary folder), or a string saying why there is none.
 
