@@ -13,7 +13,8 @@ it is part of the environment's chunk, never trained on); shaped reward (1 if so
 valid and +0.2 x consistent fraction of guesses); LoRA r=16, alpha 32 on all linear layers,
 lr 5e-4, beta 0, 2 secrets x 8 episodes per step. For speed on CPU, sampling re-uses keys and
 values (the prompt shared by all episodes, and each episode's earlier turns:
-:class:`~trl_env.caching_generators.EpisodeCacheGenerator`) and, on CPUs with AVX512-BF16/AMX, runs under bfloat16 autocast (``--fp32`` turns it off).
+:class:`~trl_env.caching_generators.EpisodeCacheGenerator`) and, on CPUs with AVX512-BF16/AMX,
+runs under bfloat16 autocast (``--fp32`` turns it off).
 
 Usage (from the repository root)::
 
