@@ -135,3 +135,18 @@ def test_rollout_with_the_episode_cache_keeps_every_logprob_exact(qwen3_tokenize
     assert max(e.num_turns for e in episodes) >= 3
     assert generator.stats.reuse_rate > 0.3
     assert worst < TOLERANCE
+
+
+def test_a_sliding_window_model_is_sampled_without_reuse(qwen3_tokenizer, tiny_qwen3):
+    from transformers import Qwen3ForCausalLM
+
+    config = tiny_qwen3.config.__class__(**{**tiny_qwen3.config.to_dict(), "use_sliding_window": True,
+                                            "sliding_window": 8, "layer_types": ["sliding_attention"] * 2})
+    model = Qwen3ForCausalLM(config).eval()
+    contexts = [_opening(12), _opening(14)]  # a shared prefix longer than the window
+    generator = EpisodeCacheGenerator(model, qwen3_tokenizer, temperature=1.0, stop_token_ids=[IM_END])
+    generations = generator.generate(contexts, max_new_tokens=4)
+    assert len(generator) == 0 and generator.stats.context_tokens == 0
+    assert _worst_difference(model, contexts, generations, 1.0) < TOLERANCE
+    prefix_only = PrefixCachingGenerator(model, qwen3_tokenizer, temperature=1.0, stop_token_ids=[IM_END])
+    assert _worst_difference(model, contexts, prefix_only.generate(contexts, 4), 1.0) < TOLERANCE

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import torch
 from transformers import DynamicCache, PreTrainedModel
+from transformers.cache_utils import DynamicLayer
 
 from trl_env.generator import Generation
 from trl_env.transformers_generator import TransformersGenerator, _forward_kwargs
@@ -46,6 +47,19 @@ def common_prefix_length(contexts: Sequence[Sequence[int]]) -> int:
     return length
 
 
+def has_plain_cache(model: PreTrainedModel) -> bool:
+    """Whether every layer of ``model``'s KV cache is plain full attention (no sliding window, no linear state).
+
+    Only such caches can be cut, padded and put together again row by row; a sliding-window
+    layer drops old keys, so a cached prefix would not line up with the attention mask.
+
+    Example:
+        >>> has_plain_cache(tiny_qwen3)  # doctest: +SKIP
+        True
+    """
+    return all(type(layer) is DynamicLayer for layer in DynamicCache(config=model.config).layers)
+
+
 def _positions(attention_mask: torch.Tensor) -> torch.Tensor:
     """Position ids that count only real tokens (padding anywhere in a row is skipped)."""
     return (attention_mask.cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
@@ -59,7 +73,8 @@ class PrefixCachingGenerator(TransformersGenerator):
     values are computed once with batch size 1 and repeated for every row; only the rest of
     each context (left-padded *after* the prefix; positions follow the attention mask) goes
     through the model. Sampling and logprobs are :class:`TransformersGenerator`'s. Without a
-    shared prefix of ``min_prefix`` tokens it simply is a :class:`TransformersGenerator`.
+    shared prefix of ``min_prefix`` tokens, or for a model whose cache is not plain full
+    attention (:func:`has_plain_cache`), it simply is a :class:`TransformersGenerator`.
 
     Example:
         >>> generator = PrefixCachingGenerator(model, tokenizer, temperature=1.0)  # doctest: +SKIP
@@ -70,7 +85,7 @@ class PrefixCachingGenerator(TransformersGenerator):
 
     def _sample_loop(self, model: PreTrainedModel, contexts: list[list[int]], max_new_tokens: int) -> list[Generation]:
         prefix_len = min(common_prefix_length(contexts), min(len(c) for c in contexts) - 1)
-        if len(contexts) < 2 or prefix_len < self.min_prefix:
+        if len(contexts) < 2 or prefix_len < self.min_prefix or not has_plain_cache(model):
             return super()._sample_loop(model, contexts, max_new_tokens)
         device = next(model.parameters()).device
         forward_kwargs = _forward_kwargs(model)
@@ -122,8 +137,8 @@ class EpisodeCacheGenerator(PrefixCachingGenerator):
     dropped when the model's weights change (an optimizer step bumps the parameters' version
     counters; replacing a parameter's storage changes its address), so a cache never outlives
     the weights that computed it. ``clear()`` drops it by hand. Models whose cache is not
-    plain full attention (sliding windows, linear attention) are sampled without the store,
-    as :class:`PrefixCachingGenerator`.
+    plain full attention (sliding windows, linear attention) are sampled as by
+    :class:`TransformersGenerator`, without any reuse.
 
     Example:
         >>> generator = EpisodeCacheGenerator(model, tokenizer, temperature=1.0)  # doctest: +SKIP
@@ -153,8 +168,7 @@ class EpisodeCacheGenerator(PrefixCachingGenerator):
         return len(self._entries)
 
     def _sample_loop(self, model: PreTrainedModel, contexts: list[list[int]], max_new_tokens: int) -> list[Generation]:
-        probe = DynamicCache(config=model.config)
-        if any(type(layer).__name__ != "DynamicLayer" for layer in getattr(probe, "layers", [None])):
+        if not has_plain_cache(model):
             return super()._sample_loop(model, contexts, max_new_tokens)
         self._drop_if_weights_changed(model)
         found = [self._longest_stored_prefix(context) for context in contexts]
