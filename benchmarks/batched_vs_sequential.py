@@ -28,15 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import (  # noqa: E402
     FixedTurnsEnv,
     Row,
+    benchmark_model,
     cli,
     env_with_turns,
     interleaved,
-    local_model,
     log,
     median,
-    qwen3_tokenizer,
     set_threads,
-    tiny_model,
     vllm_generator,
 )
 from benchmarks.seed_style import SeedStyleRollout  # noqa: E402
@@ -83,11 +81,7 @@ def measure(args) -> list[Row]:
     )
 
     set_threads(args.threads)
-    if args.model:
-        model, tokenizer = local_model(args.model)
-    else:
-        tokenizer = qwen3_tokenizer()
-        model = tiny_model(tokenizer, args.hidden)
+    model, tokenizer = benchmark_model(args.model, args.hidden)
     processor = ChatTemplateProcessor(tokenizer)
     env = env_with_turns(args.turns) if args.turns != FixedTurnsEnv.turns else FixedTurnsEnv
     config = RolloutConfig(max_turns=args.turns, max_turn_tokens=args.turn_tokens, max_completion_tokens=1 << 20)

@@ -38,8 +38,11 @@ def tiny_model(tokenizer, hidden_size: int = 64):
     return build_tiny_qwen3_model(tokenizer, hidden_size=hidden_size)
 
 
-def local_model(directory: str):
-    """A causal LM and its tokenizer from a local folder (float32, eval mode), e.g. the demo's SmolLM2."""
+def benchmark_model(directory: str | None, hidden_size: int = 64):
+    """(model, tokenizer): from a local folder (float32, eval mode; e.g. the demo's SmolLM2), or the tiny Qwen3."""
+    if directory is None:
+        tokenizer = qwen3_tokenizer()
+        return tiny_model(tokenizer, hidden_size), tokenizer
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     model = AutoModelForCausalLM.from_pretrained(directory, dtype="float32").eval()

@@ -22,15 +22,13 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
 from benchmarks.common import (  # noqa: E402
     Row,
+    benchmark_model,
     cli,
     env_with_turns,
     interleaved,
-    local_model,
     log,
     median,
-    qwen3_tokenizer,
     set_threads,
-    tiny_model,
     vllm_generator,
 )
 
@@ -59,11 +57,7 @@ def measure(args) -> list[Row]:
     )
 
     set_threads(args.threads)
-    if args.model:
-        model, tokenizer = local_model(args.model)
-    else:
-        tokenizer = qwen3_tokenizer()
-        model = tiny_model(tokenizer, args.hidden)
+    model, tokenizer = benchmark_model(args.model, args.hidden)
     stop = [tokenizer.convert_tokens_to_ids("<|im_end|>")]
     log("starting the vLLM-CPU engine ...")
     vllm = vllm_generator(model, tokenizer)

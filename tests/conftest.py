@@ -43,3 +43,12 @@ def template_tokenizers(qwen3_tokenizer):
         return cache[name]
 
     return get
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory, tiny_qwen3, qwen3_tokenizer) -> Path:
+    """The tiny Qwen3 and the Qwen3 tokenizer saved to a folder (for code that loads from disk)."""
+    path = tmp_path_factory.mktemp("tiny-qwen3")
+    tiny_qwen3.save_pretrained(str(path))
+    qwen3_tokenizer.save_pretrained(str(path))
+    return path

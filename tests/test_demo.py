@@ -26,14 +26,6 @@ def _load_demo():
     return module
 
 
-@pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory, tiny_qwen3, qwen3_tokenizer) -> Path:
-    path = tmp_path_factory.mktemp("tiny-qwen3")
-    tiny_qwen3.save_pretrained(str(path))
-    qwen3_tokenizer.save_pretrained(str(path))
-    return path
-
-
 def test_demo_smoke_run_writes_every_output(tiny_model_dir, tmp_path):
     out = tmp_path / "demo"
     args = ["--smoke", "--model", str(tiny_model_dir), "--out-dir", str(out), "--threads", "2", "--save-model"]

@@ -17,14 +17,6 @@ from trl_env.evaluation import EvalSummary, env_outcome, evaluate, load_factory,
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory, tiny_qwen3, qwen3_tokenizer) -> Path:
-    path = tmp_path_factory.mktemp("tiny-qwen3")
-    tiny_qwen3.save_pretrained(str(path))
-    qwen3_tokenizer.save_pretrained(str(path))
-    return path
-
-
 def _eval_args(model_dir: Path, *extra: str) -> list[str]:
     return ["eval", "--env", "examples.guess_number:GuessNumberEnv", "--model", str(model_dir),
             "--max-turns", "3", "--max-turn-tokens", "4", "--max-completion-tokens", "64", "--no-progress", *extra]
