@@ -61,15 +61,22 @@ def vllm_generator(model, tokenizer):
     try:
         import tempfile
 
-        from trl_env.vllm_generator import VLLMGenerator
+        from trl_env.generation.vllm_engine import VLLMGenerator
 
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
         directory = Path(tempfile.mkdtemp(prefix="trl-env-bench-"))
         model.save_pretrained(directory)
         tokenizer.save_pretrained(directory)
         stop = [tokenizer.convert_tokens_to_ids("<|im_end|>")]
-        return VLLMGenerator.from_model(str(directory), temperature=1.0, stop_token_ids=stop, dtype="float32",
-                                        max_model_len=4096, enforce_eager=True, seed=0)
+        return VLLMGenerator.from_model(
+            str(directory),
+            temperature=1.0,
+            stop_token_ids=stop,
+            dtype="float32",
+            max_model_len=4096,
+            enforce_eager=True,
+            seed=0,
+        )
     except Exception as error:  # report, do not hide the rest of the table
         return f"failed: {type(error).__name__}: {error}"[:120]
 

@@ -57,15 +57,21 @@ def main() -> None:
     for workers in (args.episodes, 1):
         generator = InstantGenerator(range(100, 5000), stop_id=stop, stop_prob=0.3)
         config = RolloutConfig(max_turns=args.turns, max_turn_tokens=8, max_completion_tokens=4096, env_workers=workers)
-        rows.append((workers, seconds_per_turn(RolloutEngine(generator, processor, tokenizer, config), args.episodes,
-                                               args.turns)))
+        rows.append(
+            (
+                workers,
+                seconds_per_turn(RolloutEngine(generator, processor, tokenizer, config), args.episodes, args.turns),
+            )
+        )
     print(f"{args.episodes} episodes x {args.turns} turns, env sleeps {args.sleep * 1000:.0f} ms per call")
     print(f"{'env workers':>12} {'s per turn':>11} {'x one step':>11}")
     for workers, per_turn in rows:
         print(f"{workers:>12} {per_turn:>11.3f} {per_turn / args.sleep:>11.2f}")
     concurrent, sequential = rows[0][1], rows[1][1]
-    print(f"speed-up from concurrent env calls: {sequential / concurrent:.1f}x "
-          f"(target: turn time close to one step's {args.sleep:.2f} s)")
+    print(
+        f"speed-up from concurrent env calls: {sequential / concurrent:.1f}x "
+        f"(target: turn time close to one step's {args.sleep:.2f} s)"
+    )
 
 
 if __name__ == "__main__":

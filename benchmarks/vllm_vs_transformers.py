@@ -89,8 +89,11 @@ def measure(args) -> list[Row]:
         generators["vLLM-CPU"].close()
     rates = {name: median([n / t for n, t in zip(counts[name], times[name], strict=True)]) for name in engines}
     rows = [
-        Row("vllm_vs_transformers", f"{name}: sampled tokens/s ({args.episodes} episodes)",
-            f"{rates[name]:.0f} tok/s ({median(times[name]):.2f} s/rollout, {median(counts[name])} tokens)")
+        Row(
+            "vllm_vs_transformers",
+            f"{name}: sampled tokens/s ({args.episodes} episodes)",
+            f"{rates[name]:.0f} tok/s ({median(times[name]):.2f} s/rollout, {median(counts[name])} tokens)",
+        )
         for name in engines
     ]
     model_name = args.model or f"tiny Qwen3, hidden {args.hidden}, 2 layers"
@@ -98,8 +101,10 @@ def measure(args) -> list[Row]:
         Row("vllm_vs_transformers", f"vLLM-CPU / {name}", f"{rates['vLLM-CPU'] / rates[name]:.2f}x")
         for name in ("transformers", "episode cache")
     ]
-    rows[-1].notes.append(f"warm-up tokens {tokens}; torch threads (transformers) {args.threads}; "
-                          f"model: {model_name}, vocab {len(tokenizer)}")
+    rows[-1].notes.append(
+        f"warm-up tokens {tokens}; torch threads (transformers) {args.threads}; "
+        f"model: {model_name}, vocab {len(tokenizer)}"
+    )
     return rows
 
 

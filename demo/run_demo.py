@@ -80,13 +80,28 @@ class DemoPlan:
     @classmethod
     def smoke(cls) -> DemoPlan:
         """A few seconds of everything, for tests."""
-        return cls(minutes=5.0, max_steps=2, eval_episodes=4, num_generations=2, prompts_per_step=2, max_turns=2,
-                   max_turn_tokens=4, max_completion_tokens=48, eval_batch_size=4)
+        return cls(
+            minutes=5.0,
+            max_steps=2,
+            eval_episodes=4,
+            num_generations=2,
+            prompts_per_step=2,
+            max_turns=2,
+            max_turn_tokens=4,
+            max_completion_tokens=48,
+            eval_batch_size=4,
+        )
 
-    def budgets(self) -> dict[str, Any]:
-        """Rollout budgets shared by evaluation and training."""
-        return {"system_prompt": SYSTEM_PROMPT, "max_turns": self.max_turns, "max_turn_tokens": self.max_turn_tokens,
-                "max_completion_tokens": self.max_completion_tokens}
+    def rollout_config(self) -> Any:
+        """The rollout budgets shared by evaluation and training."""
+        from trl_env.rollout.config import RolloutConfig
+
+        return RolloutConfig(
+            system_prompt=SYSTEM_PROMPT,
+            max_turns=self.max_turns,
+            max_turn_tokens=self.max_turn_tokens,
+            max_completion_tokens=self.max_completion_tokens,
+        )
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -103,8 +118,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--model", help="model directory (default: SmolLM2-135M-Instruct, fetched offline)")
     parser.add_argument("--eval-episodes", type=int, help="held-out episodes per evaluation (default 128)")
     parser.add_argument("--lr", type=float, help="learning rate (default 5e-4)")
-    parser.add_argument("--answer-prefix", default=ANSWER_PREFIX,
-                        help=f"prefilled start of every model turn (default {ANSWER_PREFIX!r}; '' for none)")
+    parser.add_argument(
+        "--answer-prefix",
+        default=ANSWER_PREFIX,
+        help=f"prefilled start of every model turn (default {ANSWER_PREFIX!r}; '' for none)",
+    )
     parser.add_argument("--fp32", action="store_true", help="no bfloat16 autocast even where the CPU supports it")
     parser.add_argument("--save-model", action="store_true", help="also save the trained (merged) model to OUT/model")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: idle cores, from the load average)")
@@ -141,8 +159,10 @@ def plot_reward_curve(history: list[dict[str, Any]], before: Any, after: Any, pa
     if points:
         steps, rewards = zip(*points, strict=True)
         window = 5
-        running = [sum(rewards[max(0, i - window + 1) : i + 1]) / len(rewards[max(0, i - window + 1) : i + 1])
-                   for i in range(len(rewards))]
+        running = [
+            sum(rewards[max(0, i - window + 1) : i + 1]) / len(rewards[max(0, i - window + 1) : i + 1])
+            for i in range(len(rewards))
+        ]
         axes.plot(steps, rewards, "o", alpha=0.4, label="training reward (per step)")
         axes.plot(steps, running, "-", label=f"running mean ({window} steps)")
     axes.axhline(before.mean_reward, color="grey", linestyle="--", label=f"held-out before: {before.mean_reward:.2f}")
@@ -158,17 +178,33 @@ def plot_reward_curve(history: list[dict[str, Any]], before: Any, after: Any, pa
     return path
 
 
-def comparison_table(before: Any, after: Any) -> str:
-    """Before/after table of the headline numbers.
+def headline(summary: Any) -> dict[str, float]:
+    """The demo's headline numbers of one evaluation; the answer rates are pooled over all answers.
 
     Example:
-        >>> print(comparison_table(before, after))  # doctest: +SKIP
+        >>> from trl_env.evaluation import EvalSummary
+        >>> r = {"reward": 1.3, "num_turns": 2, "parse_failures": 0, "stop_reason": "done", "error": None,
+        ...      "metrics": {"success": 1.0, "answers": 2.0, "valid_guesses": 2.0, "consistent_guesses": 1.0}}
+        >>> headline(EvalSummary.from_records([r]))["consistency rate"]
+        0.5
     """
-    rows = [("success rate", "success_rate"), ("mean reward", "mean_reward"),
-            ("valid-answer rate", "valid_answer_rate"), ("consistency rate", "consistency_rate"),
-            ("mean turns", "mean_turns"), ("parse-failure rate", "parse_failure_rate")]
+    sums = summary.metric_sums
+    answers = sums.get("answers", 0.0) or float("nan")
+    return {
+        "success rate": summary.success_rate,
+        "mean reward": summary.mean_reward,
+        "valid-answer rate": sums.get("valid_guesses", 0.0) / answers,
+        "consistency rate": sums.get("consistent_guesses", 0.0) / answers,
+        "mean turns": summary.mean_turns,
+        "parse-failure rate": summary.parse_failure_rate,
+    }
+
+
+def comparison_table(before: Any, after: Any) -> str:
+    """Before/after table of the headline numbers."""
+    first, second = headline(before), headline(after)
     lines = [f"{'':<20} {'before':>8} {'after':>8}"]
-    lines += [f"{name:<20} {getattr(before, key):>8.3f} {getattr(after, key):>8.3f}" for name, key in rows]
+    lines += [f"{name:<20} {first[name]:>8.3f} {second[name]:>8.3f}" for name in first]
     return "\n".join(lines)
 
 
@@ -182,14 +218,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl_env.chat.chunked_processor import with_answer_prefix
+    from trl_env.generation.local_model import cpu_has_bf16
+    from trl_env.trainer.recipe import TrainSettings, build_trainer, save_merged
 
+    from demo.demo_model import ensure_demo_model
     from examples.guess_number import GuessNumberEnv, heldout_seeds, train_seeds
-    from trl_env.additivity import check_additivity
-    from trl_env.chat_template_processor import ChatTemplateProcessor
-    from trl_env.cli_eval import with_answer_prefix
-    from trl_env.cli_train import LogRecorder, TrainSettings, build_trainer, save_merged
-    from trl_env.demo_model import ensure_demo_model
-    from trl_env.evaluation import cpu_has_bf16, evaluate
+    from trl_env.chat.additivity import check_additivity
+    from trl_env.chat.template_processor import ChatTemplateProcessor
+    from trl_env.evaluation import evaluate
 
     started = time.perf_counter()
     torch.set_num_threads(args.threads or idle_cores())
@@ -216,8 +253,16 @@ def main(argv: list[str] | None = None) -> int:
     def run_eval(policy: Any, label: str) -> Any:
         torch.manual_seed(1234)  # the same sampling noise before and after
         print(f"\n== evaluating the {label} model on {len(seeds)} held-out episodes")
-        summary = evaluate(env_factory, policy, tokenizer, seeds, processor=processor, batch_size=plan.eval_batch_size,
-                           autocast_dtype=torch.bfloat16 if bf16 else None, **plan.budgets())
+        summary = evaluate(
+            env_factory,
+            policy,
+            tokenizer,
+            seeds,
+            processor=processor,
+            batch_size=plan.eval_batch_size,
+            autocast_dtype=torch.bfloat16 if bf16 else None,
+            config=plan.rollout_config(),
+        )
         summary.write_jsonl(out / f"transcripts_{label}.jsonl")
         print(summary.format())
         return summary
@@ -225,37 +270,60 @@ def main(argv: list[str] | None = None) -> int:
     before = run_eval(model, "before")
 
     settings = TrainSettings(
-        steps=plan.max_steps, lr=plan.lr, num_generations=plan.num_generations,
-        prompts_per_step=plan.prompts_per_step, lora_r=plan.lora_r, max_minutes=plan.minutes, seed=args.seed,
-        output_dir=str(out / "trainer"), bf16=bf16, **plan.budgets(),
+        steps=plan.max_steps,
+        lr=plan.lr,
+        num_generations=plan.num_generations,
+        prompts_per_step=plan.prompts_per_step,
+        lora_r=plan.lora_r,
+        max_minutes=plan.minutes,
+        seed=args.seed,
+        output_dir=str(out / "trainer"),
+        bf16=bf16,
+        max_completion_tokens=plan.max_completion_tokens,
+        rollout=plan.rollout_config(),
     )
-    recorder = LogRecorder()
-    trainer = build_trainer(env_factory, model, tokenizer, train_seeds(4 * 1024, rng_seed=args.seed), settings,
-                            processor=processor, callbacks=[recorder])
+    trainer = build_trainer(
+        env_factory,
+        model,
+        tokenizer,
+        train_seeds(4 * 1024, rng_seed=args.seed),
+        settings,
+        processor=processor,
+    )
     print(f"\n== training with GRPO for at most {plan.minutes:g} minutes ({settings.batch_size} episodes per step)")
     train_start = time.perf_counter()
     trainer.train()
     train_seconds = time.perf_counter() - train_start
-    for entry in recorder.history:
+    for entry in trainer.state.log_history:
         if "reward" in entry:
             print(f"step {entry['step']:>3}  reward {entry['reward']:.3f}")
 
     after = run_eval(trainer.model, "after")
     print(f"\n== before vs after ({len(seeds)} held-out episodes, sampled at temperature 1)")
     print(comparison_table(before, after))
-    plot_reward_curve(recorder.history, before, after, out / "reward_curve.png")
+    plot_reward_curve(trainer.state.log_history, before, after, out / "reward_curve.png")
     summary = {
-        "seed": args.seed, "smoke": args.smoke, "model": str(model_dir), "steps": trainer.state.global_step,
-        "train_seconds": train_seconds, "total_seconds": time.perf_counter() - started,
-        "answer_prefix": args.answer_prefix, "bf16": bf16, "threads": torch.get_num_threads(),
-        "before": before.metrics(), "after": after.metrics(), "plan": plan.__dict__,
+        "seed": args.seed,
+        "smoke": args.smoke,
+        "model": str(model_dir),
+        "steps": trainer.state.global_step,
+        "train_seconds": train_seconds,
+        "total_seconds": time.perf_counter() - started,
+        "answer_prefix": args.answer_prefix,
+        "bf16": bf16,
+        "threads": torch.get_num_threads(),
+        "before": {**before.metrics(), **headline(before)},
+        "after": {**after.metrics(), **headline(after)},
+        "plan": plan.__dict__,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    (out / "log_history.json").write_text(json.dumps(recorder.history, indent=1))
+    (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1))
     if args.save_model:
         print(f"trained model saved to {save_merged(trainer, tokenizer, out / 'model')}")
-    print(f"\ntrained {trainer.state.global_step} steps in {train_seconds / 60:.1f} min; "
-          f"whole demo {summary['total_seconds'] / 60:.1f} min; results in {out}")
+    print(
+        f"\ntrained {trainer.state.global_step} steps in {train_seconds / 60:.1f} min; "
+        f"whole demo {summary['total_seconds'] / 60:.1f} min; results in {out}"
+    )
     return 0
 
 

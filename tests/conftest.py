@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from trl_env.testing import build_qwen3_tokenizer, build_tiny_qwen3_model
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("TRL_ENV_TEST_CACHE", ROOT / ".cache"))
@@ -16,18 +15,6 @@ CACHE = Path(os.environ.get("TRL_ENV_TEST_CACHE", ROOT / ".cache"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-
-
-@pytest.fixture(scope="session")
-def qwen3_tokenizer():
-    """The real Qwen3 tokenizer, built once per machine into .cache/."""
-    return build_qwen3_tokenizer(CACHE / "qwen3-tokenizer")
-
-
-@pytest.fixture(scope="session")
-def tiny_qwen3(qwen3_tokenizer):
-    """A tiny random Qwen3-architecture model sized for the Qwen3 tokenizer."""
-    return build_tiny_qwen3_model(qwen3_tokenizer)
 
 
 @pytest.fixture(scope="session")
@@ -44,11 +31,3 @@ def template_tokenizers(qwen3_tokenizer):
 
     return get
 
-
-@pytest.fixture(scope="module")
-def tiny_model_dir(tmp_path_factory, tiny_qwen3, qwen3_tokenizer) -> Path:
-    """The tiny Qwen3 and the Qwen3 tokenizer saved to a folder (for code that loads from disk)."""
-    path = tmp_path_factory.mktemp("tiny-qwen3")
-    tiny_qwen3.save_pretrained(str(path))
-    qwen3_tokenizer.save_pretrained(str(path))
-    return path

@@ -26,9 +26,19 @@ class ThreeTurnEnv:
 
 def make_trainer(model, tokenizer, rollout_func, tmp_path, *, reward_funcs=None, steps=2, **config):
     settings = dict(
-        output_dir=str(tmp_path), per_device_train_batch_size=4, num_generations=4, max_completion_length=48,
-        max_steps=steps, learning_rate=1e-3, beta=0.0, logging_steps=1, report_to="none", use_cpu=True,
-        save_strategy="no", bf16=False, seed=0,
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=48,
+        max_steps=steps,
+        learning_rate=1e-3,
+        beta=0.0,
+        logging_steps=1,
+        report_to="none",
+        use_cpu=True,
+        save_strategy="no",
+        bf16=False,
+        seed=0,
     )
     settings.update(config)
     return GRPOTrainer(

@@ -3,8 +3,23 @@
 from trl_env.testing.template_tokenizers import FAMILIES
 
 # templates the automatic path chunks, and those it must refuse (with the preset to use instead)
-CHUNKABLE = ["qwen2_5", "qwen3", "qwen3_instruct_2507", "llama3", "llama3_1", "llama3_2", "gemma", "gemma3",
-             "gemma4", "smolvlm", "idefics3", "lfm2", "phi3_5", "cohere", "cohere2"]
+CHUNKABLE = [
+    "qwen2_5",
+    "qwen3",
+    "qwen3_instruct_2507",
+    "llama3",
+    "llama3_1",
+    "llama3_2",
+    "gemma",
+    "gemma3",
+    "gemma4",
+    "smolvlm",
+    "idefics3",
+    "lfm2",
+    "phi3_5",
+    "cohere",
+    "cohere2",
+]
 UNCHUNKABLE = ["qwen3_5_think", "qwen3_5_nothink", "deepseek_r1_distill", "deepseekv3"]
 # chunkable templates whose chunks fail the additivity check (plain-text generation prompt "Assistant:")
 NON_ADDITIVE = {"smolvlm", "idefics3"}

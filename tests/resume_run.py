@@ -20,8 +20,16 @@ def main() -> None:
     tokenizer = build_qwen3_tokenizer(Path(__file__).resolve().parents[1] / ".cache" / "qwen3-tokenizer")
     model = build_tiny_qwen3_model(tokenizer, seed=3)
     rollout_func = make_rollout_func(ThreeTurnEnv, max_turns=3, max_turn_tokens=4)
-    trainer = make_trainer(model, tokenizer, rollout_func, output_dir, steps=6, save_strategy="steps", save_steps=1,
-                           max_completion_length=96)
+    trainer = make_trainer(
+        model,
+        tokenizer,
+        rollout_func,
+        output_dir,
+        steps=6,
+        save_strategy="steps",
+        save_steps=1,
+        max_completion_length=96,
+    )
     if resume:
         checkpoints = sorted(output_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
         trainer.train(resume_from_checkpoint=str(checkpoints[-1]))

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from processor_cases import CHUNKABLE, NON_ADDITIVE, PRESET_TEMPLATES
 
 from trl_env import ChatTemplateProcessor, check_additivity, preset
-from trl_env.additivity import Piece, compare_pieces
+from trl_env.chat.additivity import Piece, compare_pieces
 
 
 def _processors(template_tokenizers):

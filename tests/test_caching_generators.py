@@ -3,7 +3,7 @@
 import torch
 
 from trl_env import ChatTemplateProcessor, rollout
-from trl_env.caching_generators import EpisodeCacheGenerator, PrefixCachingGenerator, common_prefix_length
+from trl_env.generation.kv_cache import EpisodeCacheGenerator, PrefixCachingGenerator, common_prefix_length
 
 IM_END = 151645
 TOLERANCE = 1e-4
@@ -72,7 +72,7 @@ def test_episode_cache_reuses_each_episode_and_matches_a_forward_pass(qwen3_toke
 def test_episode_cache_is_dropped_when_the_weights_change(qwen3_tokenizer, tiny_qwen3):
     generator = EpisodeCacheGenerator(tiny_qwen3, qwen3_tokenizer, temperature=1.0, stop_token_ids=[IM_END])
     context = _opening(10)
-    (ids, _), = generator.generate([context], max_new_tokens=4)
+    ((ids, _),) = generator.generate([context], max_new_tokens=4)
     assert len(generator) == 1
     bias = torch.zeros_like(tiny_qwen3.model.norm.weight)
     bias[0] = 0.5
@@ -118,8 +118,16 @@ def test_rollout_with_the_episode_cache_keeps_every_logprob_exact(qwen3_tokenize
     processor = ChatTemplateProcessor(qwen3_tokenizer)
     generator = EpisodeCacheGenerator(tiny_qwen3, qwen3_tokenizer, temperature=0.8, stop_token_ids=[IM_END])
     torch.manual_seed(2)
-    episodes = rollout(Countdown, ["2", "3", "5", "5"], generator, processor, tokenizer=qwen3_tokenizer,
-                       max_turns=5, max_turn_tokens=6, max_completion_tokens=400)
+    episodes = rollout(
+        Countdown,
+        ["2", "3", "5", "5"],
+        generator,
+        processor,
+        tokenizer=qwen3_tokenizer,
+        max_turns=5,
+        max_turn_tokens=6,
+        max_completion_tokens=400,
+    )
     worst = 0.0
     for episode in episodes:
         sequence = episode.prompt_ids + episode.completion_ids
@@ -140,8 +148,14 @@ def test_rollout_with_the_episode_cache_keeps_every_logprob_exact(qwen3_tokenize
 def test_a_sliding_window_model_is_sampled_without_reuse(qwen3_tokenizer, tiny_qwen3):
     from transformers import Qwen3ForCausalLM
 
-    config = tiny_qwen3.config.__class__(**{**tiny_qwen3.config.to_dict(), "use_sliding_window": True,
-                                            "sliding_window": 8, "layer_types": ["sliding_attention"] * 2})
+    config = tiny_qwen3.config.__class__(
+        **{
+            **tiny_qwen3.config.to_dict(),
+            "use_sliding_window": True,
+            "sliding_window": 8,
+            "layer_types": ["sliding_attention"] * 2,
+        }
+    )
     model = Qwen3ForCausalLM(config).eval()
     contexts = [_opening(12), _opening(14)]  # a shared prefix longer than the window
     generator = EpisodeCacheGenerator(model, qwen3_tokenizer, temperature=1.0, stop_token_ids=[IM_END])

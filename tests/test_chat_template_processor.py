@@ -3,7 +3,8 @@
 import pytest
 from processor_cases import CHUNKABLE, PRESET_TEMPLATES, UNCHUNKABLE
 
-from trl_env import ChatTemplateProcessor, ChunkingError, preset
+from trl_env import ChatTemplateProcessor, preset
+from trl_env.chat.template_processor import ChunkingError
 
 # the last user turn is left open: templates may render the final answer differently (Qwen3 adds an
 # empty think block to it), but every earlier turn must match what trl-env builds

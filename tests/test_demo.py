@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from demo.demo_model import GGUF_NAME, TURN_END, convert_gguf, download_gguf, gguf_dir, is_converted
 from trl_env.cli import main as cli_main
-from trl_env.demo_model import GGUF_NAME, TURN_END, convert_gguf, download_gguf, gguf_dir, is_converted
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache"
@@ -47,14 +47,51 @@ def test_train_command_saves_a_model_that_eval_loads(tiny_model_dir, tmp_path, m
     monkeypatch.chdir(ROOT)
     out = tmp_path / "train"
     budgets = ["--max-turns", "2", "--max-turn-tokens", "3", "--max-completion-tokens", "40"]
-    assert cli_main(["train", "--env", "examples.guess_number:GuessNumberEnv", "--model", str(tiny_model_dir),
-                     "--num-seeds", "8", "--steps", "1", "--num-generations", "2", "--prompts-per-step", "2",
-                     "--lora-r", "4", "--output-dir", str(out), *budgets]) == 0
+    assert (
+        cli_main(
+            [
+                "train",
+                "--env",
+                "examples.guess_number:GuessNumberEnv",
+                "--model",
+                str(tiny_model_dir),
+                "--num-seeds",
+                "8",
+                "--steps",
+                "1",
+                "--num-generations",
+                "2",
+                "--prompts-per-step",
+                "2",
+                "--lora-r",
+                "4",
+                "--output-dir",
+                str(out),
+                *budgets,
+            ]
+        )
+        == 0
+    )
     assert (out / "final" / "model.safetensors").exists()
     assert not list((out / "final").glob("adapter_*"))  # merged: a plain model directory
     assert any("reward" in h for h in json.loads((out / "log_history.json").read_text()))
-    assert cli_main(["eval", "--env", "examples.guess_number:GuessNumberEnv", "--model", str(out / "final"),
-                     "--episodes", "2", "--no-progress", "--json", *budgets]) == 0
+    assert (
+        cli_main(
+            [
+                "eval",
+                "--env",
+                "examples.guess_number:GuessNumberEnv",
+                "--model",
+                str(out / "final"),
+                "--episodes",
+                "2",
+                "--no-progress",
+                "--json",
+                *budgets,
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["episodes"] == 2
 
 
@@ -73,8 +110,8 @@ def gguf_file() -> Path:
 def test_gguf_conversion_gives_a_float32_chat_model_that_stops_on_im_end(gguf_file, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trl_env.additivity import check_additivity
-    from trl_env.chat_template_processor import ChatTemplateProcessor
+    from trl_env.chat.additivity import check_additivity
+    from trl_env.chat.template_processor import ChatTemplateProcessor
 
     model_dir = convert_gguf(gguf_file, tmp_path / "smollm2")
     assert is_converted(model_dir)

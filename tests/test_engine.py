@@ -118,8 +118,15 @@ def test_turn_without_stop_token_is_closed_with_an_env_end_of_turn(qwen3_tokeniz
     assert episode.turns[0].stopped is False
 
 
-LLAMA3_SPECIALS = ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>", "<|eom_id|>",
-                   "<|python_tag|>", "<|end_of_text|>"]
+LLAMA3_SPECIALS = [
+    "<|begin_of_text|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "<|python_tag|>",
+    "<|end_of_text|>",
+]
 INJECTION_CASES = [("qwen3", s) for s in QWEN3_SPECIALS + ["<think>", "</tool_call>"]] + [
     ("llama3_2", s) for s in LLAMA3_SPECIALS
 ]

@@ -5,8 +5,14 @@ import pytest
 
 @pytest.mark.parametrize(
     ("token", "token_id"),
-    [("<|endoftext|>", 151643), ("<|im_start|>", 151644), ("<|im_end|>", 151645), ("<tool_call>", 151657),
-     ("<think>", 151667), ("</think>", 151668)],
+    [
+        ("<|endoftext|>", 151643),
+        ("<|im_start|>", 151644),
+        ("<|im_end|>", 151645),
+        ("<tool_call>", 151657),
+        ("<think>", 151667),
+        ("</think>", 151668),
+    ],
 )
 def test_added_token_ids(qwen3_tokenizer, token, token_id):
     assert qwen3_tokenizer.convert_tokens_to_ids(token) == token_id

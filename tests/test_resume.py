@@ -13,8 +13,13 @@ SCRIPT = Path(__file__).parent / "resume_run.py"
 
 def test_killed_run_resumes_from_checkpoint(tmp_path, qwen3_tokenizer):
     env = dict(os.environ, TRL_EXPERIMENTAL_SILENCE="1", HF_HUB_OFFLINE="1")
-    first = subprocess.Popen([sys.executable, str(SCRIPT), str(tmp_path)], env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    first = subprocess.Popen(
+        [sys.executable, str(SCRIPT), str(tmp_path)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 240
     try:
         while not (tmp_path / "checkpoint-2" / "trainer_state.json").exists():
@@ -25,12 +30,14 @@ def test_killed_run_resumes_from_checkpoint(tmp_path, qwen3_tokenizer):
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
     assert not (tmp_path / "log.json").exists()
-    resumed_from = max(int(p.name.split("-")[1]) for p in tmp_path.glob("checkpoint-*")
-                       if (p / "trainer_state.json").exists())
+    resumed_from = max(
+        int(p.name.split("-")[1]) for p in tmp_path.glob("checkpoint-*") if (p / "trainer_state.json").exists()
+    )
     assert resumed_from < 6
 
-    done = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path), "--resume"], env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), str(tmp_path), "--resume"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     log = json.loads((tmp_path / "log.json").read_text())
     steps = [entry for entry in log if "env/turns_mean" in entry]

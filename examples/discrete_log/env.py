@@ -61,6 +61,12 @@ class DiscreteLogEnv:
         self.turns = 0
         self.code_runs = 0
 
+    def metrics(self) -> dict[str, float]:
+        """Per-episode figures for evaluation (read when the episode ends): ``success`` and counters."""
+        return {
+            "success": float(self.solved),
+        }
+
     def reset(self, seed: str) -> tuple[DiscreteLogEnv, str]:
         """Start the problem for ``seed``; raises ValueError for a level outside 1..9."""
         self._clear()

@@ -72,6 +72,15 @@ class GuessNumberEnv:
         self.consistent_guesses = 0
         self.possible_low, self.possible_high = self.low, self.high  # range still consistent with feedback
 
+    def metrics(self) -> dict[str, float]:
+        """Per-episode figures for evaluation (read when the episode ends): ``success`` and counters."""
+        return {
+            "success": float(self.solved),
+            "answers": float(self.turns),
+            "valid_guesses": float(self.valid_guesses),
+            "consistent_guesses": float(self.consistent_guesses),
+        }
+
     def reset(self, seed: str) -> tuple[GuessNumberEnv, str]:
         self._clear()
         self.secret = secret_for_seed(seed, self.low, self.high)

@@ -79,6 +79,13 @@ class WordleEnv:
         self.turns = 0
         self.history: list[tuple[str, str]] = []  # (guess, marks) for each valid guess
 
+    def metrics(self) -> dict[str, float]:
+        """Per-episode figures for evaluation (read when the episode ends): ``success`` and counters."""
+        return {
+            "success": float(self.solved),
+            "turns": float(self.turns),
+        }
+
     def reset(self, seed: str) -> tuple[WordleEnv, str]:
         self._clear()
         if seed.strip().upper() in self.words:

@@ -1,29 +1,72 @@
 """trl-env: train LLM agents with RL on multi-turn text environments, on top of TRL.
 
+The names below are what a user needs; everything else stays importable from its module
+(``trl_env.chat.presets``, ``trl_env.generation.vllm_engine``, ...). They load on first use,
+so that ``import trl_env`` (and ``trl-env --help``) does not import torch and transformers.
+
 Example:
-    >>> from trl_env import Env, Processor, Action, Delta, Seed
-    >>> Action is str
-    True
+    >>> import trl_env
+    >>> trl_env.Action is str, trl_env.RolloutConfig(max_turns=3).max_turns
+    (True, 3)
 """
 
-from trl_env.additivity import AdditivityReport, check_additivity
-from trl_env.caching_generators import EpisodeCacheGenerator, PrefixCachingGenerator
-from trl_env.chat_chunks import ChatChunks
-from trl_env.chat_template_processor import ChatTemplateProcessor, ChunkingError
-from trl_env.chunked_processor import ChunkedProcessor
-from trl_env.core import Action, Delta, Env, Language, Processor, Seed
-from trl_env.engine import RolloutConfig, RolloutEngine, rollout
-from trl_env.env_calls import EnvContractError, EnvError
-from trl_env.episode import Episode, Turn
-from trl_env.generator import Generation, Generator
-from trl_env.presets import PRESETS, preset
-from trl_env.transformers_generator import TransformersGenerator
-from trl_env.trl_glue import NonAdditiveProcessorError, env_reward, make_rollout_func
+from __future__ import annotations
 
-__all__ = [
-    "Action", "AdditivityReport", "ChatChunks", "ChatTemplateProcessor", "check_additivity", "ChunkedProcessor",
-    "ChunkingError", "Delta", "Env", "env_reward", "EnvContractError", "EnvError", "Episode",
-    "EpisodeCacheGenerator", "Generation", "Generator", "Language", "make_rollout_func",
-    "NonAdditiveProcessorError", "PrefixCachingGenerator", "preset", "PRESETS", "Processor", "rollout",
-    "RolloutConfig", "RolloutEngine", "Seed", "TransformersGenerator", "Turn",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from trl_env.core import Action, Delta, Env, Language, Processor, Seed
+
+# public name -> module that defines it
+_LAZY = {
+    "Episode": "trl_env.episode",
+    "RolloutConfig": "trl_env.rollout.config",
+    "rollout": "trl_env.rollout.engine",
+    "RolloutEngine": "trl_env.rollout.engine",
+    "EnvError": "trl_env.rollout.env_calls",
+    "EnvContractError": "trl_env.rollout.env_calls",
+    "ChatTemplateProcessor": "trl_env.chat.template_processor",
+    "ChunkedProcessor": "trl_env.chat.chunked_processor",
+    "ChatChunks": "trl_env.chat.chunks",
+    "preset": "trl_env.chat.presets",
+    "check_additivity": "trl_env.chat.additivity",
+    "TransformersGenerator": "trl_env.generation.transformers_generator",
+    "EpisodeCacheGenerator": "trl_env.generation.kv_cache",
+    "make_rollout_func": "trl_env.trainer.rollout_func",
+    "env_reward": "trl_env.trainer.rollout_func",
+    "NonAdditiveProcessorError": "trl_env.trainer.rollout_func",
+    "evaluate": "trl_env.evaluation",
+    "check_env": "trl_env.env_checker",
+}
+
+__all__ = ["Action", "Delta", "Env", "Language", "Processor", "Seed", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trl_env' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from trl_env.chat.additivity import check_additivity
+    from trl_env.chat.chunked_processor import ChunkedProcessor
+    from trl_env.chat.chunks import ChatChunks
+    from trl_env.chat.presets import preset
+    from trl_env.chat.template_processor import ChatTemplateProcessor
+    from trl_env.env_checker import check_env
+    from trl_env.episode import Episode
+    from trl_env.evaluation import evaluate
+    from trl_env.generation.kv_cache import EpisodeCacheGenerator
+    from trl_env.generation.transformers_generator import TransformersGenerator
+    from trl_env.rollout.config import RolloutConfig
+    from trl_env.rollout.engine import RolloutEngine, rollout
+    from trl_env.rollout.env_calls import EnvContractError, EnvError
+    from trl_env.trainer.rollout_func import NonAdditiveProcessorError, env_reward, make_rollout_func

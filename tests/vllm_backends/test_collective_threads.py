@@ -18,8 +18,8 @@ import torch
 from vllm_helpers import CountdownEnv
 
 from trl_env import ChatTemplateProcessor, rollout
-from trl_env.trl_compat import vllm_generate_tokens
-from trl_env.vllm_trainer_generator import TrainerVLLMGenerator
+from trl_env.trainer.trl_compat import vllm_generate_tokens
+from trl_env.trainer.vllm_generator import TrainerVLLMGenerator
 
 SEEDS = [["1-a", "1-b"], ["3-a", "2-b", "3-c"]]
 
@@ -84,8 +84,9 @@ class NoPadding(TrainerVLLMGenerator):
     """The naive version: sends only its own contexts (possibly none)."""
 
     def generate(self, contexts, max_new_tokens):
-        ids, logprobs = vllm_generate_tokens(self.handle, contexts, max_tokens=max_new_tokens,
-                                             stop_token_ids=self.stop_token_ids)
+        ids, logprobs = vllm_generate_tokens(
+            self.handle, contexts, max_tokens=max_new_tokens, stop_token_ids=self.stop_token_ids
+        )
         return list(zip(ids, logprobs, strict=True))
 
 
@@ -100,8 +101,16 @@ def play(generator_class, tokenizer):
         trainer = SimpleNamespace(eos_token_ids=[tokenizer.eos_token_id])
         generator = generator_class(trainer, accelerator=FakeAccelerator(group, rank), handle=handle)
         try:
-            episodes = rollout(CountdownEnv, SEEDS[rank], generator, processors[rank], tokenizer=tokenizers[rank],
-                               max_turns=4, max_turn_tokens=6, max_completion_tokens=400)
+            episodes = rollout(
+                CountdownEnv,
+                SEEDS[rank],
+                generator,
+                processors[rank],
+                tokenizer=tokenizers[rank],
+                max_turns=4,
+                max_turn_tokens=6,
+                max_completion_tokens=400,
+            )
             results[rank] = (episodes, generator, handle)
         except Exception as error:
             errors.append(error)

@@ -23,16 +23,24 @@ BF16_TOLERANCE = 0.25
 
 def test_grpo_two_steps_with_colocated_vllm(peaked_model_dir, tmp_path):
     out = tmp_path / "summary.json"
-    command = [sys.executable, str(HERE / "scripts" / "grpo_colocate.py"), "--model-dir", str(peaked_model_dir),
-               "--out", str(out)]
+    command = [
+        sys.executable,
+        str(HERE / "scripts" / "grpo_colocate.py"),
+        "--model-dir",
+        str(peaked_model_dir),
+        "--out",
+        str(out),
+    ]
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=480, env={**os.environ, **VLLM_ENV})
     except subprocess.TimeoutExpired as error:
         pytest.fail(f"GRPO colocate run timed out:\n{(error.stdout or '')[-2000:]}")
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     summary = json.loads(out.read_text())
-    print(f"\nGRPO colocate: generate batches {summary['calls']}, synced-weights logprob gap "
-          f"{summary['synced_diff']:.3g}, stale-weights gap {summary['stale_diff']:.3g}")
+    print(
+        f"\nGRPO colocate: generate batches {summary['calls']}, synced-weights logprob gap "
+        f"{summary['synced_diff']:.3g}, stale-weights gap {summary['stale_diff']:.3g}"
+    )
     assert summary["global_step"] == 2
     steps = [log for log in summary["logs"] if "env/turns_mean" in log]
     assert len(steps) == 2 and max(log["env/turns_mean"] for log in steps) > 1, "want multi-turn episodes"

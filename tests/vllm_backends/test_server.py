@@ -20,7 +20,7 @@ import pytest
 from vllm_helpers import HERE, TEMPERATURE, VLLM_ENV, CountdownEnv, recompute_logprobs, vllm_installed
 
 from trl_env import ChatTemplateProcessor, rollout
-from trl_env.openai_server_generator import OpenAIServerGenerator
+from trl_env.generation.openai_server import OpenAIServerGenerator
 
 pytestmark = pytest.mark.skipif(not vllm_installed(), reason="vLLM is not installed (scripts/install_vllm_cpu.sh)")
 
@@ -60,9 +60,26 @@ def server_url(peaked_model_dir, tmp_path_factory):
     port = free_port()
     log = tmp_path_factory.mktemp("vllm-serve") / "server.log"
     # vllm-cpu's `vllm` CLI looks up the "vllm" distribution, which vllm-cpu does not provide: use the module.
-    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(peaked_model_dir),
-               "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32", "--max-model-len", "2048",
-               "--enforce-eager", "--seed", "0", "--logprobs-mode", "processed_logprobs"]
+    command = [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(peaked_model_dir),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dtype",
+        "float32",
+        "--max-model-len",
+        "2048",
+        "--enforce-eager",
+        "--seed",
+        "0",
+        "--logprobs-mode",
+        "processed_logprobs",
+    ]
     env = {**os.environ, **VLLM_ENV, "VLLM_SERVER_DEV_MODE": "1"}
     with open(log, "w") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -84,8 +101,16 @@ def test_openai_server_generator_rollout(server_url, qwen3_tokenizer, peaked_hf_
     assert generator.generate([], 4) == []
     seeds = [f"{1 + i % 3}-{i}" for i in range(6)]
     processor = ChatTemplateProcessor(qwen3_tokenizer)
-    episodes = rollout(CountdownEnv, seeds, generator, processor, tokenizer=qwen3_tokenizer, max_turns=3,
-                       max_turn_tokens=10, max_completion_tokens=120)
+    episodes = rollout(
+        CountdownEnv,
+        seeds,
+        generator,
+        processor,
+        tokenizer=qwen3_tokenizer,
+        max_turns=3,
+        max_turn_tokens=10,
+        max_completion_tokens=120,
+    )
     diffs = []
     for episode in episodes:
         episode.check(qwen3_tokenizer)
@@ -101,19 +126,43 @@ def test_trl_server_mode_collective_calls_with_two_processes(server_url, peaked_
     script = HERE / "scripts" / "trl_server_rank.py"
     processes = []
     for rank in (0, 1):
-        command = [sys.executable, str(script), "--rank", str(rank), "--master-port", str(master_port),
-                   "--server-url", server_url, "--model-dir", str(peaked_model_dir),
-                   "--out", str(tmp_path / f"rank{rank}.json")]
+        command = [
+            sys.executable,
+            str(script),
+            "--rank",
+            str(rank),
+            "--master-port",
+            str(master_port),
+            "--server-url",
+            server_url,
+            "--model-dir",
+            str(peaked_model_dir),
+            "--out",
+            str(tmp_path / f"rank{rank}.json"),
+        ]
         log = open(tmp_path / f"rank{rank}.log", "w")
-        processes.append((subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                           env={**os.environ, **VLLM_ENV}), log))
+        processes.append(
+            (
+                subprocess.Popen(
+                    command,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    env={**os.environ, **VLLM_ENV},
+                ),
+                log,
+            )
+        )
     deadline = time.monotonic() + RANK_TIMEOUT
     try:
         for process, _ in processes:
             process.wait(timeout=max(1.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
-        pytest.fail("the two ranks did not finish in time (a collective call out of step hangs):\n"
-                    + (tmp_path / "rank0.log").read_text()[-2000:] + (tmp_path / "rank1.log").read_text()[-2000:])
+        pytest.fail(
+            "the two ranks did not finish in time (a collective call out of step hangs):\n"
+            + (tmp_path / "rank0.log").read_text()[-2000:]
+            + (tmp_path / "rank1.log").read_text()[-2000:]
+        )
     finally:
         for process, log in processes:
             stop(process)

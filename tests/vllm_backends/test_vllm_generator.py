@@ -8,7 +8,7 @@ import pytest
 from vllm_helpers import TEMPERATURE, CountdownEnv, recompute_logprobs, vllm_installed
 
 from trl_env import ChatTemplateProcessor, rollout
-from trl_env.vllm_generator import VLLMGenerator
+from trl_env.generation.vllm_engine import VLLMGenerator
 
 pytestmark = pytest.mark.skipif(not vllm_installed(), reason="vLLM is not installed (scripts/install_vllm_cpu.sh)")
 
@@ -30,11 +30,20 @@ class CountingGenerator:
 @pytest.fixture(scope="module")
 def episodes(vllm_llm, qwen3_tokenizer):
     """Twelve episodes of one to four turns, played in one batched rollout at temperature 0.7."""
-    generator = CountingGenerator(VLLMGenerator(vllm_llm, temperature=TEMPERATURE,
-                                                stop_token_ids=[qwen3_tokenizer.eos_token_id]))
+    generator = CountingGenerator(
+        VLLMGenerator(vllm_llm, temperature=TEMPERATURE, stop_token_ids=[qwen3_tokenizer.eos_token_id])
+    )
     seeds = [f"{1 + i % 4}-{i}" for i in range(12)]
-    played = rollout(CountdownEnv, seeds, generator, ChatTemplateProcessor(qwen3_tokenizer), tokenizer=qwen3_tokenizer,
-                     max_turns=4, max_turn_tokens=12, max_completion_tokens=160)
+    played = rollout(
+        CountdownEnv,
+        seeds,
+        generator,
+        ChatTemplateProcessor(qwen3_tokenizer),
+        tokenizer=qwen3_tokenizer,
+        max_turns=4,
+        max_turn_tokens=12,
+        max_completion_tokens=160,
+    )
     return played, generator.batches
 
 
@@ -70,8 +79,9 @@ def test_generate_contract(vllm_llm, qwen3_tokenizer):
     stop = qwen3_tokenizer.eos_token_id
     generator = VLLMGenerator(vllm_llm, temperature=1.0, top_k=50, stop_token_ids=[stop])
     assert generator.generate([], 8) == []
-    contexts = [qwen3_tokenizer.encode(f"<|im_start|>user\nhello {i}<|im_end|>\n<|im_start|>assistant\n")
-                for i in range(6)]
+    contexts = [
+        qwen3_tokenizer.encode(f"<|im_start|>user\nhello {i}<|im_end|>\n<|im_start|>assistant\n") for i in range(6)
+    ]
     generations = generator.generate(contexts, 5)
     assert len(generations) == 6
     for generation in generations:
@@ -81,7 +91,9 @@ def test_generate_contract(vllm_llm, qwen3_tokenizer):
 
 
 def test_rejects_an_engine_without_processed_logprobs():
-    llm = SimpleNamespace(llm_engine=SimpleNamespace(model_config=SimpleNamespace(logprobs_mode="raw_logprobs")),
-                          get_tokenizer=lambda: SimpleNamespace(eos_token_id=2))
+    llm = SimpleNamespace(
+        llm_engine=SimpleNamespace(model_config=SimpleNamespace(logprobs_mode="raw_logprobs")),
+        get_tokenizer=lambda: SimpleNamespace(eos_token_id=2),
+    )
     with pytest.raises(ValueError, match="processed_logprobs"):
         VLLMGenerator(llm)

@@ -14,8 +14,12 @@ import torch
 from transformers import PreTrainedTokenizerBase, Qwen3Config, Qwen3ForCausalLM
 
 HERE = Path(__file__).resolve().parent
-VLLM_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1", "TRL_EXPERIMENTAL_SILENCE": "1",
-            "TOKENIZERS_PARALLELISM": "false"}
+VLLM_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+    "TRL_EXPERIMENTAL_SILENCE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
 TEMPERATURE = 0.7
 
 
@@ -50,8 +54,9 @@ def set_vllm_env() -> None:
         os.environ.setdefault(key, value)
 
 
-def build_peaked_qwen3(tokenizer: PreTrainedTokenizerBase, *, favored: int = 15, scale: float = 40.0,
-                       seed: int = 0) -> Qwen3ForCausalLM:
+def build_peaked_qwen3(
+    tokenizer: PreTrainedTokenizerBase, *, favored: int = 15, scale: float = 40.0, seed: int = 0
+) -> Qwen3ForCausalLM:
     """A two-layer Qwen3 (head_dim 32, untied head) whose output mass sits on a few tokens.
 
     ``favored`` random ids and the EOS (end-of-turn) id get their ``lm_head`` rows scaled by
@@ -66,9 +71,17 @@ def build_peaked_qwen3(tokenizer: PreTrainedTokenizerBase, *, favored: int = 15,
     """
     torch.manual_seed(seed)
     config = Qwen3Config(
-        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=2, num_key_value_heads=2, head_dim=32, max_position_embeddings=4096,
-        tie_word_embeddings=False, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        head_dim=32,
+        max_position_embeddings=4096,
+        tie_word_embeddings=False,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
         bos_token_id=None,
     )
     model = Qwen3ForCausalLM(config).eval()
@@ -117,8 +130,9 @@ class CountdownEnv:
 
 
 @torch.no_grad()
-def recompute_logprobs(model: torch.nn.Module, prompt_ids: list[int], completion_ids: list[int],
-                       temperature: float) -> list[float]:
+def recompute_logprobs(
+    model: torch.nn.Module, prompt_ids: list[int], completion_ids: list[int], temperature: float
+) -> list[float]:
     """``log_softmax(logits / temperature)`` of each completion token given everything before it.
 
     Example:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from trl_env.generator import Generation
+from trl_env.core import Generation
 
 
 class InstantGenerator:

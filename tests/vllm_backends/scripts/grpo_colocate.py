@@ -28,8 +28,8 @@ def main() -> None:
     from trl import GRPOConfig, GRPOTrainer
 
     from trl_env import env_reward, make_rollout_func
-    from trl_env.trl_compat import enable_vllm_cpu_weight_sync
-    from trl_env.vllm_trainer_generator import TrainerVLLMGenerator
+    from trl_env.trainer.trl_compat import enable_vllm_cpu_weight_sync
+    from trl_env.trainer.vllm_generator import TrainerVLLMGenerator
 
     calls: list[int] = []
     generate = TrainerVLLMGenerator.generate
@@ -43,20 +43,47 @@ def main() -> None:
     tokenizer = AutoTokenizer.from_pretrained(args.model_dir)
     model = AutoModelForCausalLM.from_pretrained(args.model_dir, dtype="float32")
     config = GRPOConfig(
-        output_dir=str(Path(args.out).parent / "grpo"), per_device_train_batch_size=4, num_generations=4,
-        max_completion_length=64, max_steps=2, learning_rate=5e-3, beta=0.0, logging_steps=1, report_to="none",
-        use_cpu=True, save_strategy="no", bf16=False, temperature=TEMPERATURE, use_vllm=True, vllm_mode="colocate",
-        vllm_max_model_length=1024, seed=0,
+        output_dir=str(Path(args.out).parent / "grpo"),
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=64,
+        max_steps=2,
+        learning_rate=5e-3,
+        beta=0.0,
+        logging_steps=1,
+        report_to="none",
+        use_cpu=True,
+        save_strategy="no",
+        bf16=False,
+        temperature=TEMPERATURE,
+        use_vllm=True,
+        vllm_mode="colocate",
+        vllm_max_model_length=1024,
+        seed=0,
     )
     seeds = [f"{1 + i % 3}-{i}" for i in range(8)]
-    trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=env_reward, args=config,
-                          train_dataset=Dataset.from_dict({"prompt": seeds}),
-                          rollout_func=make_rollout_func(CountdownEnv, max_turns=3, max_turn_tokens=8))
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        reward_funcs=env_reward,
+        args=config,
+        train_dataset=Dataset.from_dict({"prompt": seeds}),
+        rollout_func=make_rollout_func(CountdownEnv, max_turns=3, max_turn_tokens=8),
+    )
     trainer.train()
     logs = [{k: v for k, v in entry.items() if isinstance(v, int | float)} for entry in trainer.state.log_history]
     synced, stale = check_weight_sync(trainer, args.model_dir, tokenizer)
-    Path(args.out).write_text(json.dumps({"calls": calls, "logs": logs, "global_step": trainer.state.global_step,
-                                          "synced_diff": synced, "stale_diff": stale}))
+    Path(args.out).write_text(
+        json.dumps(
+            {
+                "calls": calls,
+                "logs": logs,
+                "global_step": trainer.state.global_step,
+                "synced_diff": synced,
+                "stale_diff": stale,
+            }
+        )
+    )
 
 
 def check_weight_sync(trainer, model_dir: str, tokenizer) -> tuple[float, float]:
@@ -65,7 +92,7 @@ def check_weight_sync(trainer, model_dir: str, tokenizer) -> tuple[float, float]
     from transformers import AutoModelForCausalLM
     from vllm_helpers import TEMPERATURE, recompute_logprobs
 
-    from trl_env.vllm_trainer_generator import TrainerVLLMGenerator
+    from trl_env.trainer.vllm_generator import TrainerVLLMGenerator
 
     trainer.vllm_generation.sync_weights()
     contexts = [tokenizer.encode(f"<|im_start|>user\nSeed {i}.<|im_end|>\n<|im_start|>assistant\n") for i in range(4)]

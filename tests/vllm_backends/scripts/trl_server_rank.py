@@ -27,9 +27,21 @@ def trl_server_handle(accelerator, tokenizer, server_url: str, temperature: floa
 
     handle = VLLMGeneration.__new__(VLLMGeneration)
     handle.__dict__.update(
-        model=None, accelerator=accelerator, processing_class=tokenizer, mode="server", structured_outputs_regex=None,
-        tensor_parallel_size=1, enable_sleep_mode=False, repetition_penalty=1.0, temperature=temperature, top_p=1.0,
-        top_k=0, min_p=0.0, max_completion_length=16, logprobs=0, generation_kwargs={},
+        model=None,
+        accelerator=accelerator,
+        processing_class=tokenizer,
+        mode="server",
+        structured_outputs_regex=None,
+        tensor_parallel_size=1,
+        enable_sleep_mode=False,
+        repetition_penalty=1.0,
+        temperature=temperature,
+        top_p=1.0,
+        top_k=0,
+        min_p=0.0,
+        max_completion_length=16,
+        logprobs=0,
+        generation_kwargs={},
     )
     if accelerator.is_main_process:
         handle.vllm_client = VLLMClient(base_url=server_url, connection_timeout=60)
@@ -44,15 +56,20 @@ def main() -> None:
     parser.add_argument("--model-dir", required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    os.environ.update(RANK=str(args.rank), LOCAL_RANK=str(args.rank), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1",
-                      MASTER_PORT=str(args.master_port))
+    os.environ.update(
+        RANK=str(args.rank),
+        LOCAL_RANK=str(args.rank),
+        WORLD_SIZE="2",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(args.master_port),
+    )
 
     from accelerate import Accelerator
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from vllm_helpers import TEMPERATURE, CountdownEnv, recompute_logprobs, set_vllm_env
 
     from trl_env import ChatTemplateProcessor, rollout
-    from trl_env.vllm_trainer_generator import TrainerVLLMGenerator
+    from trl_env.trainer.vllm_generator import TrainerVLLMGenerator
 
     set_vllm_env()
     accelerator = Accelerator(cpu=True)
@@ -70,16 +87,29 @@ def main() -> None:
 
     generator.generate = counting
     seeds = ["1-a", "1-b"] if args.rank == 0 else ["3-a", "2-b", "3-c"]
-    episodes = rollout(CountdownEnv, seeds, generator, ChatTemplateProcessor(tokenizer), tokenizer=tokenizer,
-                       max_turns=4, max_turn_tokens=10, max_completion_tokens=400)
+    episodes = rollout(
+        CountdownEnv,
+        seeds,
+        generator,
+        ChatTemplateProcessor(tokenizer),
+        tokenizer=tokenizer,
+        max_turns=4,
+        max_turn_tokens=10,
+        max_completion_tokens=400,
+    )
     model = AutoModelForCausalLM.from_pretrained(args.model_dir, dtype="float32").eval()
     diffs = []
     for episode in episodes:
         reference = recompute_logprobs(model, episode.prompt_ids, episode.completion_ids, TEMPERATURE)
         diffs += [abs(lp - ref) for lp, ref, m in zip(episode.logprobs, reference, episode.env_mask, strict=True) if m]
-    summary = {"rank": args.rank, "batches": batches, "trl_calls": generator.calls,
-               "turns": [e.num_turns for e in episodes], "stop_reasons": [e.stop_reason for e in episodes],
-               "max_logprob_diff": max(diffs)}
+    summary = {
+        "rank": args.rank,
+        "batches": batches,
+        "trl_calls": generator.calls,
+        "turns": [e.num_turns for e in episodes],
+        "stop_reasons": [e.stop_reason for e in episodes],
+        "max_logprob_diff": max(diffs),
+    }
     Path(args.out).write_text(json.dumps(summary))
     accelerator.wait_for_everyone()
 

@@ -33,8 +33,7 @@ def require_supported_trl(version: str | None = None) -> None:
     low, high = SUPPORTED_TRL
     if not (low <= found < high):
         raise RuntimeError(
-            f"trl-env needs trl>={low},<{high} for rollout_func support; found trl {found} "
-            "(pip install 'trl==1.16.*')"
+            f"trl-env needs trl>={low},<{high} for rollout_func support; found trl {found} (pip install 'trl==1.16.*')"
         )
 
 
@@ -62,6 +61,11 @@ def log_metric(trainer: Any, name: str, value: float) -> None:
     """Append ``value`` to the metric ``name`` that TRL averages and logs at each logging step."""
     mode = "train" if trainer.model.training else "eval"
     trainer._metrics[mode][name].append(float(value))
+
+
+def uses_vllm(trainer: Any) -> bool:
+    """Whether the trainer samples with vLLM (``GRPOConfig(use_vllm=True)``)."""
+    return bool(trainer.use_vllm)
 
 
 def vllm_generation(trainer: Any) -> Any:
@@ -108,8 +112,12 @@ def vllm_generate_tokens(
         ...                                      stop_token_ids=[151645])  # doctest: +SKIP
     """
     saved = handle.generation_kwargs
-    handle.generation_kwargs = {**(saved or {}), "max_tokens": max_tokens, "stop_token_ids": list(stop_token_ids),
-                                "logprobs": 0}
+    handle.generation_kwargs = {
+        **(saved or {}),
+        "max_tokens": max_tokens,
+        "stop_token_ids": list(stop_token_ids),
+        "logprobs": 0,
+    }
     try:
         prompt_ids, completion_ids, logprobs, _ = handle.generate(prompts=prompts, images=None, num_generations=1)
     finally:
@@ -119,7 +127,6 @@ def vllm_generate_tokens(
     if logprobs is None:
         raise RuntimeError("TRL's vLLM generate returned no logprobs")
     return [list(ids) for ids in completion_ids], [[float(lp[0]) for lp in seq] for seq in logprobs]
-
 
 
 def enable_vllm_cpu_weight_sync() -> bool:

@@ -30,7 +30,8 @@ import torch
 from transformers import DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.generation.logits_process import TopKLogitsWarper, TopPLogitsWarper
 
-from trl_env.generator import Generation
+from trl_env.core import Generation
+from trl_env.generation.base import cut_at_stop
 
 # generation_config fields that make model.generate process logits beyond temperature/top-k/top-p,
 # with their neutral values
@@ -243,11 +244,8 @@ class TransformersGenerator:
             for i, step in enumerate(out.logits)
         ]
         logprobs = torch.cat(columns, dim=1).tolist()
-        stops = set(self.stop_token_ids)
         for row in range(len(contexts)):
-            ids = new_ids[row].tolist()
-            end = next((i + 1 for i, token in enumerate(ids) if token in stops), len(ids))
-            yield Generation(ids[:end], logprobs[row][:end])
+            yield cut_at_stop(new_ids[row].tolist(), logprobs[row], self.stop_token_ids)
 
 
 def _forward_kwargs(model: PreTrainedModel) -> dict:

@@ -29,8 +29,8 @@ import torch
 from transformers import DynamicCache, PreTrainedModel
 from transformers.cache_utils import DynamicLayer
 
-from trl_env.generator import Generation
-from trl_env.transformers_generator import TransformersGenerator, _forward_kwargs
+from trl_env.core import Generation
+from trl_env.generation.transformers_generator import TransformersGenerator, _forward_kwargs
 
 
 def common_prefix_length(contexts: Sequence[Sequence[int]]) -> int:
@@ -197,8 +197,11 @@ class EpisodeCacheGenerator(PrefixCachingGenerator):
         """(tokens reusable, stored key): at most ``len(context) - 1`` (one token must be fed)."""
         best: tuple[int, tuple[int, ...] | None] = (0, None)
         for key in self._entries:
-            if (best[0] < len(key) <= len(context) and context[len(key) - 1] == key[-1]
-                    and tuple(context[: len(key)]) == key):
+            if (
+                best[0] < len(key) <= len(context)
+                and context[len(key) - 1] == key[-1]
+                and tuple(context[: len(key)]) == key
+            ):
                 best = (min(len(key), len(context) - 1), key)
         return best
 
@@ -220,8 +223,10 @@ class EpisodeCacheGenerator(PrefixCachingGenerator):
             stored = self._entries[key].layers
             if layers is None:
                 layers = [
-                    (k.new_zeros((len(contexts), k.shape[0], cached, k.shape[2])),
-                     v.new_zeros((len(contexts), v.shape[0], cached, v.shape[2])))
+                    (
+                        k.new_zeros((len(contexts), k.shape[0], cached, k.shape[2])),
+                        v.new_zeros((len(contexts), v.shape[0], cached, v.shape[2])),
+                    )
                     for k, v in stored
                 ]
             for (keys, values), (k, v) in zip(layers, stored, strict=True):

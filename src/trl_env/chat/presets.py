@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from trl_env.chat_chunks import ChatChunks
-from trl_env.chunked_processor import ChunkedProcessor
+from trl_env.chat.chunked_processor import ChunkedProcessor
+from trl_env.chat.chunks import ChatChunks
 
 THINK = ("<think>", "</think>")
 GEMMA4_THOUGHT = ("<|channel>thought\n", "<channel|>")
@@ -109,14 +109,21 @@ def deepseek_r1_chunks() -> ChatChunks:
 
 
 PRESETS: dict[str, Callable[[], ChunkedProcessor]] = {
-    "qwen3_thinking": lambda: ChunkedProcessor(qwen3_thinking_chunks(), think_markers=THINK, name="qwen3_thinking"),
-    "qwen3_nothink": lambda: ChunkedProcessor(qwen3_nothink_chunks(), think_markers=THINK, name="qwen3_nothink"),
+    "qwen3_thinking": lambda: ChunkedProcessor(
+        qwen3_thinking_chunks(), think_markers=THINK, name="qwen3_thinking", template_kwargs={"enable_thinking": True}
+    ),
+    "qwen3_nothink": lambda: ChunkedProcessor(
+        qwen3_nothink_chunks(), think_markers=THINK, name="qwen3_nothink", template_kwargs={"enable_thinking": False}
+    ),
     "qwen3_5_thinking": lambda: ChunkedProcessor(
         qwen3_5_thinking_chunks(), think_markers=THINK, name="qwen3_5_thinking"
     ),
     "qwen3_5_nothink": lambda: ChunkedProcessor(qwen3_nothink_chunks(), think_markers=THINK, name="qwen3_5_nothink"),
     "gemma4_thinking": lambda: ChunkedProcessor(
-        gemma4_chunks(True), think_markers=GEMMA4_THOUGHT, name="gemma4_thinking"
+        gemma4_chunks(True),
+        think_markers=GEMMA4_THOUGHT,
+        name="gemma4_thinking",
+        template_kwargs={"enable_thinking": True},
     ),
     "gemma4": lambda: ChunkedProcessor(gemma4_chunks(False), think_markers=GEMMA4_THOUGHT, name="gemma4"),
     "deepseek_r1": lambda: ChunkedProcessor(deepseek_r1_chunks(), think_markers=THINK, name="deepseek_r1"),

@@ -18,20 +18,19 @@ Example:
     >>> validate_result(Bad(), Bad().reset("s"), "reset", "s")
     Traceback (most recent call last):
     ...
-    trl_env.env_calls.EnvContractError: Bad.reset(seed='s') returned a 2-tuple whose delta is int, expected str
+    trl_env.rollout.env_calls.EnvContractError: Bad.reset(seed='s') returned a 2-tuple whose delta is int, expected str
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from trl_env.core import Env
-
-OnEnvError = Literal["fail_episode", "raise"]
 
 
 class EnvContractError(TypeError):
@@ -97,7 +96,7 @@ class EnvCaller:
         ...     def step(self, action):
         ...         return self, action
         >>> with EnvCaller(workers=2, timeout=5.0) as caller:
-        ...     [r[1] for r in caller.call_all([(Echo(), "reset", "a", "a"), (Echo(), "step", "b", "s")])]
+        ...     [r[1] for r in caller.reset_all([(Echo(), "a"), (Echo(), "b")])]
         ['a', 'b']
     """
 
@@ -117,23 +116,34 @@ class EnvCaller:
         """Stop taking calls; threads of timed-out calls are left to finish on their own."""
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def call_all(self, calls: list[tuple[object, str, str, str]]) -> list[tuple[Env, str] | EnvFault]:
-        """Run ``getattr(env, method)(argument)`` for each ``(env, method, argument, seed)``.
+    def reset_all(self, calls: list[tuple[Env, str]]) -> list[tuple[Env, str] | EnvFault]:
+        """``env.reset(seed)`` for each ``(env, seed)``: ``(env, delta)`` or an :class:`EnvFault` each."""
+        raw = self._run([(env.reset, seed) for env, seed in calls], "reset")
+        return [self._checked(env, result, "reset", seed) for (env, seed), result in zip(calls, raw, strict=True)]
 
-        Returns ``(env, delta)`` or an :class:`EnvFault` per call. Contract violations raise.
-        """
-        futures = [self._pool.submit(getattr(env, method), argument) for env, method, argument, _ in calls]
-        results: list[tuple[Env, str] | EnvFault] = []
-        for (env, method, _, seed), future in zip(calls, futures, strict=True):
+    def step_all(self, calls: list[tuple[Env, str, str]]) -> list[tuple[Env, str] | EnvFault]:
+        """``env.step(action)`` for each ``(env, action, seed)``: ``(env, delta)`` or an :class:`EnvFault` each."""
+        raw = self._run([(env.step, action) for env, action, _ in calls], "step")
+        return [self._checked(env, result, "step", seed) for (env, _, seed), result in zip(calls, raw, strict=True)]
+
+    def run_all(self, calls: list[Callable[[], Any]], what: str) -> list[Any | EnvFault]:
+        """Run zero-argument env callables (``metrics``, ``close``) with the same timeout and fault capture."""
+        return self._run([(call, None) for call in calls], what)
+
+    @staticmethod
+    def _checked(env: Env, result: Any, method: str, seed: str) -> tuple[Env, str] | EnvFault:
+        return result if isinstance(result, EnvFault) else validate_result(env, result, method, seed)
+
+    def _run(self, calls: list[tuple[Callable[..., Any], Any]], what: str) -> list[Any]:
+        futures = [self._pool.submit(fn) if arg is None else self._pool.submit(fn, arg) for fn, arg in calls]
+        results: list[Any] = []
+        for future in futures:
             try:
-                raw = future.result(timeout=self.timeout)
+                results.append(future.result(timeout=self.timeout))
             except FutureTimeout:
                 future.cancel()
                 self.abandoned = True
-                results.append(EnvFault("timeout", f"{method} took longer than {self.timeout} s"))
-                continue
+                results.append(EnvFault("timeout", f"{what} took longer than {self.timeout} s"))
             except Exception as error:  # the env's own fault: reported, never fatal here
                 results.append(EnvFault("exception", f"{type(error).__name__}: {error}"))
-                continue
-            results.append(validate_result(env, raw, method, seed))
         return results

@@ -32,9 +32,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from trl_env.generator import Generation
-from trl_env.trl_compat import vllm_generate_tokens, vllm_generation, vllm_is_collective
-from trl_env.vllm_generator import cut_at_stop
+from trl_env.core import Generation
+from trl_env.generation.base import cut_at_stop
+from trl_env.trainer.trl_compat import vllm_generate_tokens, vllm_generation, vllm_is_collective
 
 
 def max_over_processes(accelerator: Any, values: list[int]) -> list[int]:
@@ -95,7 +95,10 @@ class TrainerVLLMGenerator:
         dummy = [self.stop_token_ids[0]]
         prompts = [list(c) for c in contexts] + [dummy] * (count - len(contexts))
         self.calls += 1
-        ids, logprobs = vllm_generate_tokens(self.handle, prompts, max_tokens=max(1, max_tokens),
-                                             stop_token_ids=self.stop_token_ids)
-        return [cut_at_stop(i, lp, self.stop_token_ids)
-                for i, lp in zip(ids[: len(contexts)], logprobs[: len(contexts)], strict=True)]
+        ids, logprobs = vllm_generate_tokens(
+            self.handle, prompts, max_tokens=max(1, max_tokens), stop_token_ids=self.stop_token_ids
+        )
+        return [
+            cut_at_stop(i, lp, self.stop_token_ids)
+            for i, lp in zip(ids[: len(contexts)], logprobs[: len(contexts)], strict=True)
+        ]

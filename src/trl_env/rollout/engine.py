@@ -29,45 +29,32 @@ Example:
 
 from __future__ import annotations
 
-import math
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
-from transformers import PreTrainedTokenizerBase
 
-from trl_env.chunk_encoder import ChunkEncoder
-from trl_env.core import Env, Processor
-from trl_env.env_calls import EnvCaller, EnvError, EnvFault, OnEnvError
-from trl_env.episode import Episode, Turn
-from trl_env.generator import Generator
-from trl_env.parsing import ParsedOutput
+from trl_env.chat.chunk_encoder import ChunkEncoder
+from trl_env.core import (
+    Closable,
+    CollectiveGenerator,
+    Env,
+    Generator,
+    HasTokenizer,
+    ParsedOutput,
+    Processor,
+    ReportsMetrics,
+    StrictParser,
+    metrics_of,
+)
+from trl_env.episode import Episode, SegmentKind, StopReason, Turn
+from trl_env.generation.base import cut_at_stop
+from trl_env.rollout.config import RolloutConfig
+from trl_env.rollout.env_calls import EnvCaller, EnvError, EnvFault
 
-
-@dataclass
-class RolloutConfig:
-    """Budgets and policies of a rollout."""
-
-    system_prompt: str = ""
-    max_turns: int = 8
-    max_turn_tokens: int = 256
-    max_completion_tokens: int = 1024
-    max_env_tokens: int = 2048
-    env_workers: int = 16
-    env_timeout: float | None = 60.0
-    on_env_error: OnEnvError = "fail_episode"
-    failure_reward: float = 0.0
-    check_invariants: bool = True
-
-    def __post_init__(self) -> None:
-        for name in ("max_turns", "max_turn_tokens", "max_completion_tokens", "max_env_tokens", "env_workers"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"RolloutConfig.{name} must be >= 1, got {getattr(self, name)}")
-        if self.on_env_error not in ("fail_episode", "raise"):
-            raise ValueError(f"on_env_error must be 'fail_episode' or 'raise', got {self.on_env_error!r}")
-        if not math.isfinite(self.failure_reward):
-            raise ValueError(f"failure_reward must be finite, got {self.failure_reward}")
+if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
+    from transformers import PreTrainedTokenizerBase
 
 
 class _Live:
@@ -78,16 +65,27 @@ class _Live:
         self.episode = episode
         self.context = list(episode.prompt_ids)
 
-    def budget_left(self, config: RolloutConfig) -> int:
+    def budget_left(self, config: RolloutConfig) -> int | float:
+        if config.max_completion_tokens is None:
+            return float("inf")
         return config.max_completion_tokens - len(self.episode.completion_ids)
 
 
-def _parse(processor: Processor, completion: str) -> ParsedOutput:
-    parse = getattr(processor, "parse", None)
-    if parse is not None:
-        return parse(completion)
+def parse_turn(processor: Processor, completion: str) -> ParsedOutput:
+    """Parse one model turn: the processor's own :meth:`~trl_env.core.StrictParser.parse` when it has one;
+    otherwise ``parse_agent_output``, with an empty action counted as a parse failure.
+
+    Example:
+        >>> class Plain:
+        ...     def parse_agent_output(self, completion):
+        ...         return "", completion.strip()
+        >>> parse_turn(Plain(), "  "), parse_turn(Plain(), "7")
+        (ParsedOutput(reasoning='', action='', ok=False), ParsedOutput(reasoning='', action='7', ok=True))
+    """
+    if isinstance(processor, StrictParser):
+        return processor.parse(completion)
     reasoning, action = processor.parse_agent_output(completion)
-    return ParsedOutput(reasoning, action, True)
+    return ParsedOutput(reasoning, action, bool(action.strip()))
 
 
 class RolloutEngine:
@@ -111,6 +109,7 @@ class RolloutEngine:
         self.config = config or RolloutConfig()
         self.encoder = ChunkEncoder(tokenizer, processor)
         self._caller: EnvCaller | None = None
+        self._ended: list[tuple[Env, Episode]] = []  # ended episodes whose envs still get metrics()/close()
         self._close_caller: weakref.finalize | None = None
 
     def _env_caller(self) -> EnvCaller:
@@ -142,7 +141,8 @@ class RolloutEngine:
         reusable = False
         try:
             envs = [env_factory() for _ in seeds]
-            results = caller.call_all([(env, "reset", seed, seed) for env, seed in zip(envs, seeds, strict=True)])
+            envs = [self._checked_env(env, env_factory) for env in envs]
+            results = caller.reset_all(list(zip(envs, seeds, strict=True)))
             episodes: list[Episode] = []
             live: list[_Live] = []
             for env, seed, result in zip(envs, seeds, results, strict=True):
@@ -163,6 +163,7 @@ class RolloutEngine:
                 live = self._turn(live, caller)
                 bar.update(1)
             bar.close()
+            self._end_envs(caller)
             reusable = not caller.abandoned
         finally:
             if not reusable:
@@ -172,12 +173,38 @@ class RolloutEngine:
                 episode.check(self.tokenizer)
         return episodes
 
+    @staticmethod
+    def _checked_env(env: Any, env_factory: Callable[[], Env]) -> Env:
+        if not isinstance(env, Env):
+            name = getattr(env_factory, "__qualname__", repr(env_factory))
+            raise TypeError(
+                f"the env factory {name} returned {type(env).__name__}, not an env (an object with reward, alive, "
+                "reset(seed) and step(action)); pass the env class or a function that returns a new env"
+            )
+        return env
+
     def _continue(self, has_live: bool) -> bool:
-        """Whether to play another turn. A generator whose ``generate`` is a collective call
-        across processes (TRL's vLLM server mode) provides ``any_rank_live(has_live)``, so
-        that a process with no live episodes keeps calling ``generate([])`` in step."""
-        any_rank_live = getattr(self.generator, "any_rank_live", None)
-        return any_rank_live(has_live) if any_rank_live is not None else has_live
+        """Whether to play another turn. With a :class:`~trl_env.core.CollectiveGenerator` (TRL's vLLM
+        server mode), a process with no live episodes keeps calling ``generate([])`` in step."""
+        if isinstance(self.generator, CollectiveGenerator):
+            return self.generator.any_rank_live(has_live)
+        return has_live
+
+    def _end_envs(self, caller: EnvCaller) -> None:
+        """Read each ended env's ``metrics()`` and call its ``close()``; a fault there fails the episode."""
+        ended, self._ended = self._ended, []
+        with_metrics = [(env, ep) for env, ep in ended if not ep.failed and isinstance(env, ReportsMetrics)]
+        results = caller.run_all([lambda env=env: metrics_of(env) for env, _ in with_metrics], "metrics")
+        for (env, episode), result in zip(with_metrics, results, strict=True):
+            if isinstance(result, EnvFault):
+                self._fail(episode, env, result, turn=episode.num_turns)
+            else:
+                episode.metrics = result
+        closable = [(env, episode) for env, episode in ended if isinstance(env, Closable)]
+        results = caller.run_all([env.close for env, _ in closable], "close")
+        for (env, episode), result in zip(closable, results, strict=True):
+            if isinstance(result, EnvFault) and not episode.failed:
+                self._fail(episode, env, result, turn=episode.num_turns)
 
     def _turn(self, live: list[_Live], caller: EnvCaller) -> list[_Live]:
         config = self.config
@@ -187,24 +214,27 @@ class RolloutEngine:
             raise RuntimeError(f"generator returned {len(generations)} results for {len(live)} contexts")
         stepping: list[tuple[_Live, Turn]] = []
         for run, budget, generation in zip(live, budgets, generations, strict=True):
-            ids, logprobs = self._cut(generation, budget)
+            ids, logprobs = cut_at_stop(*generation, stop_token_ids=[self.encoder.turn_end_id])
+            ids, logprobs = ids[:budget], logprobs[:budget]
             stopped = bool(ids) and ids[-1] == self.encoder.turn_end_id
             text = self.tokenizer.decode(ids, clean_up_tokenization_spaces=False)
+            start = len(run.episode.completion_ids)
             run.episode.add_model_tokens(ids, logprobs, text)
             run.context.extend(ids)
             body = self.tokenizer.decode(ids[:-1] if stopped else ids, clean_up_tokenization_spaces=False)
-            parsed = _parse(self.processor, body)
-            turn = Turn(body, parsed.reasoning, parsed.action, parsed.ok and bool(body.strip()), stopped)
+            parsed = parse_turn(self.processor, body)
+            span = (start, start + len(ids))
+            turn = Turn(body, parsed.reasoning, parsed.action, parsed.ok and bool(body.strip()), stopped, span=span)
             run.episode.turns.append(turn)
             if not stopped:
                 if run.budget_left(config) < 1:
-                    self._finish(run, "token_budget")
+                    self._finish(run, StopReason.TOKEN_BUDGET)
                     continue
                 close = [self.encoder.turn_end_id]
-                run.episode.add_env_tokens(close, self.encoder.turn_end)
+                run.episode.add_env_tokens(close, self.encoder.turn_end, SegmentKind.TURN_END)
                 run.context.extend(close)
             stepping.append((run, turn))
-        results = caller.call_all([(run.env, "step", turn.action, run.episode.seed) for run, turn in stepping])
+        results = caller.step_all([(run.env, turn.action, run.episode.seed) for run, turn in stepping])
         still_live: list[_Live] = []
         for (run, turn), result in zip(stepping, results, strict=True):
             if isinstance(result, EnvFault):
@@ -213,41 +243,38 @@ class RolloutEngine:
             run.env, delta = result
             delta = self.encoder.truncate(delta, config.max_env_tokens)
             turn.observation = delta
-            run.episode.reward = float(run.env.reward)
+            reward = float(run.env.reward)
+            turn.reward = reward - run.episode.reward
+            run.episode.reward = reward
             if not run.env.alive:
-                self._finish(run, "done")
+                self._finish(run, StopReason.DONE)
             elif run.episode.num_turns >= config.max_turns:
-                self._finish(run, "max_turns")
+                self._finish(run, StopReason.MAX_TURNS)
             else:
                 ids, text = self.encoder.user_turn(delta, close_turn=False)
                 if len(ids) + 1 > run.budget_left(config):
-                    self._finish(run, "token_budget")
+                    self._finish(run, StopReason.TOKEN_BUDGET)
                     continue
                 run.episode.add_env_tokens(ids, text)
                 run.context.extend(ids)
                 still_live.append(run)
         return still_live
 
-    def _cut(self, generation: tuple[list[int], list[float]], budget: int) -> tuple[list[int], list[float]]:
-        ids, logprobs = list(generation[0]), list(generation[1])
-        if len(ids) != len(logprobs):
-            raise RuntimeError(f"generator returned {len(ids)} ids but {len(logprobs)} logprobs")
-        if self.encoder.turn_end_id in ids:
-            end = ids.index(self.encoder.turn_end_id) + 1
-            ids, logprobs = ids[:end], logprobs[:end]
-        return ids[:budget], logprobs[:budget]
-
-    def _finish(self, run: _Live, reason: str) -> None:
+    def _finish(self, run: _Live, reason: StopReason) -> None:
         run.episode.stop_reason = reason
         run.episode.reward = float(run.env.reward)
+        self._ended.append((run.env, run.episode))
 
     def _fail(self, episode: Episode, env: object, fault: EnvFault, *, turn: int) -> None:
         message = fault.describe(env, episode.seed, turn)
         if self.config.on_env_error == "raise":
             raise EnvError(message)
-        episode.stop_reason = "env_error"
+        already_failed = episode.failed
+        episode.stop_reason = StopReason.ENV_ERROR
         episode.error = message
         episode.reward = self.config.failure_reward
+        if fault.kind != "timeout" and not already_failed and isinstance(env, Env):
+            self._ended.append((env, episode))  # still reachable: it gets close(), never metrics()
 
 
 def rollout(
@@ -257,21 +284,36 @@ def rollout(
     processor: Processor,
     *,
     tokenizer: PreTrainedTokenizerBase | None = None,
+    config: RolloutConfig | None = None,
     progress: bool = False,
-    **config: object,
+    **settings: Any,
 ) -> list[Episode]:
     """Play one episode per seed without a trainer (evaluation, debugging).
 
-    ``tokenizer`` defaults to ``processor.tokenizer`` or ``generator.tokenizer``; keyword
-    arguments are :class:`RolloutConfig` fields.
+    Args:
+        env_factory: makes a fresh env per episode (an env class, or a function).
+        seeds: one episode per seed, returned in this order.
+        generator: the sampling backend.
+        processor: the chat format.
+        tokenizer: defaults to the processor's or the generator's (:class:`~trl_env.core.HasTokenizer`).
+        config: budgets and policies; ``settings`` (:class:`RolloutConfig` field names) override it.
+        progress: show a progress bar over turns.
+
+    Returns:
+        The finished episodes.
 
     Example:
         >>> episodes = rollout(GuessEnv, ["3", "9"], generator, processor, max_turns=4)  # doctest: +SKIP
         >>> [e.reward for e in episodes]  # doctest: +SKIP
         [1.0, 0.0]
     """
-    tokenizer = tokenizer or getattr(processor, "tokenizer", None) or getattr(generator, "tokenizer", None)
     if tokenizer is None:
-        raise ValueError("rollout() needs tokenizer= when neither the processor nor the generator carries one")
-    engine = RolloutEngine(generator, processor, tokenizer, RolloutConfig(**config))  # type: ignore[arg-type]
-    return engine.run(env_factory, seeds, progress=progress)
+        carrier = next((obj for obj in (processor, generator) if isinstance(obj, HasTokenizer)), None)
+        if carrier is None:
+            raise ValueError("rollout() needs tokenizer= when neither the processor nor the generator carries one")
+        tokenizer = carrier.tokenizer
+    engine = RolloutEngine(generator, processor, tokenizer, RolloutConfig.from_kwargs(config, **settings))
+    try:
+        return engine.run(env_factory, seeds, progress=progress)
+    finally:
+        engine.close()

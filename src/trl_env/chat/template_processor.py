@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import copy
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from transformers import PreTrainedTokenizerBase
+from trl_env.chat.chunked_processor import ChunkedProcessor
+from trl_env.chat.chunks import ChatChunks, special_token_strings
+from trl_env.chat.parsing import parse_with_response_template
+from trl_env.chat.presets import GEMMA4_THOUGHT, THINK
+from trl_env.core import ParsedOutput
 
-from trl_env.chat_chunks import ChatChunks
-from trl_env.chunked_processor import ChunkedProcessor
-from trl_env.parsing import ParsedOutput, parse_with_response_template
-from trl_env.presets import GEMMA4_THOUGHT, THINK
+if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
+    from transformers import PreTrainedTokenizerBase
 
 SYSTEM, USER_1, ASSISTANT_1, USER_2 = "SYSTEMQXZ", "USERONEQXZ", "ASSISTANTONEQXZ", "USERTWOQXZ"
 PADDED_USER = " \nUSERPADQXZ \n"
@@ -36,20 +38,6 @@ PADDED_USER = " \nUSERPADQXZ \n"
 
 class ChunkingError(ValueError):
     """The chat template cannot be cut into additive chunks."""
-
-
-def special_token_strings(tokenizer: PreTrainedTokenizerBase) -> list[str]:
-    """All special-token strings of ``tokenizer``, longest first.
-
-    Example:
-        >>> "<|im_end|>" in special_token_strings(tokenizer)  # doctest: +SKIP
-        True
-    """
-    found = set(tokenizer.all_special_tokens)
-    for token in tokenizer.added_tokens_decoder.values():
-        if token.special:
-            found.add(token.content)
-    return sorted((t for t in found if t), key=len, reverse=True)
 
 
 class _Renderer:
@@ -187,7 +175,11 @@ class ChatTemplateProcessor(ChunkedProcessor):
             if "enable_thinking" not in template:
                 raise ValueError("thinking= was given but this chat template has no enable_thinking switch")
             template_kwargs["enable_thinking"] = thinking
-        super().__init__(derive_chunks(tokenizer, template_kwargs), think_markers=_think_markers(template))
+        super().__init__(
+            derive_chunks(tokenizer, template_kwargs),
+            think_markers=_think_markers(template),
+            template_kwargs=template_kwargs,
+        )
         self.tokenizer = _with_response_template(tokenizer)
         self.thinking = thinking
 

@@ -19,11 +19,13 @@ Example:
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from transformers import PreTrainedTokenizerBase
+from trl_env.chat.chunks import special_token_strings
+from trl_env.core import Processor, TurnDelimited
 
-from trl_env.chat_template_processor import special_token_strings
-from trl_env.core import Processor
+if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
+    from transformers import PreTrainedTokenizerBase
 
 PLACEHOLDER = "\x00TRLENV\x00"
 
@@ -34,9 +36,15 @@ class ChunkEncoder:
     def __init__(self, tokenizer: PreTrainedTokenizerBase, processor: Processor) -> None:
         self.tokenizer = tokenizer
         self.processor = processor
-        chunks = getattr(processor, "chunks", None)
-        self.turn_end: str = chunks.turn_end if chunks is not None else tokenizer.eos_token
-        self.after_turn_end: str = chunks.after_turn_end if chunks is not None else ""
+        if not isinstance(processor, TurnDelimited):
+            raise TypeError(
+                f"{type(processor).__name__} does not say how a model turn ends: give it the properties turn_end "
+                "(the special token that closes an assistant turn, e.g. '<|im_end|>') and after_turn_end (what the "
+                "template writes after it, e.g. '\\n') -- the TurnDelimited protocol of trl_env.core -- or build it "
+                "as a ChunkedProcessor(ChatChunks(...))"
+            )
+        self.turn_end: str = processor.turn_end
+        self.after_turn_end: str = processor.after_turn_end
         ids = tokenizer.encode(self.turn_end, add_special_tokens=False)
         if len(ids) != 1:
             raise ValueError(f"the end-of-turn text {self.turn_end!r} is {len(ids)} tokens, expected one special token")

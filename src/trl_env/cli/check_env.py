@@ -3,27 +3,33 @@
 Exits 0 when every check passes, 1 otherwise.
 
 Example:
-    >>> main(["check-env", "examples.guess_number:GuessNumberEnv"])  # doctest: +SKIP
+    >>> main(["check-env", "examples.guess_number:GuessNumberEnv"])
+    check-env GuessNumberEnv: all ... checks passed
+    ...
+    0
 """
 
 from __future__ import annotations
 
 import argparse
 
-from trl_env.env_checker import DEFAULT_SEEDS, check_env
-from trl_env.imports import import_object
+from trl_env.cli.arguments import add_env_arguments, load_factory
+
+DEFAULT_SEEDS = "0,1,seed-a,7"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``check-env`` subcommand."""
     parser = subparsers.add_parser("check-env", help="check an environment against the Env protocol")
-    parser.add_argument("factory", help="MODULE:FACTORY, e.g. examples.guess_number:GuessNumberEnv")
-    parser.add_argument("--seeds", default=",".join(DEFAULT_SEEDS), help="comma-separated seeds")
+    add_env_arguments(parser, positional=True)
+    parser.add_argument("--seeds", default=DEFAULT_SEEDS, help="comma-separated seeds")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Import the factory, check it, print the report; return the exit status."""
-    report = check_env(import_object(args.factory), seeds=args.seeds.split(","))
+    from trl_env.env_checker import check_env
+
+    report = check_env(load_factory(args.env, args.env_kwargs), seeds=args.seeds.split(","))
     print(report.table())
     return 0 if report.ok else 1

@@ -18,11 +18,16 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from transformers import PreTrainedTokenizerBase
-
-from trl_env.chunk_encoder import ChunkEncoder
+from trl_env.chat.chunk_encoder import ChunkEncoder
+from trl_env.chat.chunked_processor import ChunkedProcessor
+from trl_env.chat.template_check import TemplateDifference, template_differences
+from trl_env.chat.template_processor import ChatTemplateProcessor
 from trl_env.core import Processor
+
+if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
+    from transformers import PreTrainedTokenizerBase
 
 DEFAULT_DELTAS = [
     "Guess a number between 1 and 100.",
@@ -73,16 +78,22 @@ class AdditivityFailure:
 
 @dataclass
 class AdditivityReport:
-    """Result of :func:`check_additivity`: ``ok`` when no case failed."""
+    """Result of :func:`check_additivity`: ``ok`` when no case failed and the rendering matches the template."""
 
     processor: str
     cases: int = 0
     failures: list[AdditivityFailure] = field(default_factory=list)
+    template_differences: list[TemplateDifference] = field(default_factory=list)
+
+    @property
+    def additive(self) -> bool:
+        """True when every case was additive."""
+        return not self.failures
 
     @property
     def ok(self) -> bool:
-        """True when every case was additive."""
-        return not self.failures
+        """True when every case was additive and the processor renders as the tokenizer's template."""
+        return self.additive and not self.template_differences
 
     def table(self, limit: int = 20) -> str:
         """A plain-text table of the failures (or one line saying all passed).
@@ -91,9 +102,12 @@ class AdditivityReport:
             >>> print(AdditivityReport("p", cases=3).table())
             p: additive on all 3 cases
         """
-        if self.ok:
-            return f"{self.processor}: additive on all {self.cases} cases"
-        lines = [f"{self.processor}: {len(self.failures)} of {self.cases} cases NOT additive", ""]
+        differences = [f"  {difference}" for difference in self.template_differences]
+        if differences:
+            differences.insert(0, f"{self.processor}: renders differently from the tokenizer's chat template:")
+        if self.additive:
+            return "\n".join([f"{self.processor}: additive on all {self.cases} cases", *differences])
+        lines = [*differences, f"{self.processor}: {len(self.failures)} of {self.cases} cases NOT additive", ""]
         lines.append(f"{'case':<34} {'boundary':<28} text around the boundary")
         for failure in self.failures[:limit]:
             lines.append(f"{failure.case[:34]:<34} {failure.boundary[:28]:<28} {failure.context!r}")
@@ -200,6 +214,7 @@ def check_additivity(
     system_prompts: Sequence[str] | None = None,
     deltas: Sequence[str] | None = None,
     outputs: Sequence[str] | None = None,
+    compare_template: bool = True,
 ) -> AdditivityReport:
     """Tokenize many conversations chunk by chunk and whole; report every mismatch.
 
@@ -207,7 +222,9 @@ def check_additivity(
     the stop token, thinking and tool-call blocks, leading/trailing whitespace and
     newlines, unicode (NFC and NFD) and long texts. Pass your own texts to check more.
     Outputs that start with whitespace are only checked after a generation prompt that
-    does not itself end in whitespace (see ``_can_follow``).
+    does not itself end in whitespace (see ``_can_follow``). A processor not cut from this
+    tokenizer's own template is also compared with the template
+    (:func:`~trl_env.chat.template_check.template_differences`) unless ``compare_template=False``.
 
     Example:
         >>> check_additivity(tokenizer, ChatTemplateProcessor(tokenizer)).ok  # doctest: +SKIP
@@ -216,10 +233,11 @@ def check_additivity(
     encoder = ChunkEncoder(tokenizer, processor)
     outputs = [o for o in (outputs or DEFAULT_OUTPUTS) if _can_follow(encoder.generation_prompt_tail, o)]
     if system_prompts is None:
-        system_prompts = ["", "You are a helpful agent.\nAnswer briefly."]
-        if not getattr(getattr(processor, "chunks", None), "has_system_role", True):
-            system_prompts = [""]
-    report = AdditivityReport(processor=getattr(processor, "name", type(processor).__name__))
+        system_prompts = [""] + (["You are a helpful agent.\nAnswer briefly."] if _has_system_role(processor) else [])
+    name = processor.name if isinstance(processor, ChunkedProcessor) else type(processor).__name__
+    report = AdditivityReport(processor=name)
+    if compare_template and tokenizer.chat_template and not _derived_from(processor, tokenizer):
+        report.template_differences = template_differences(tokenizer, processor)
     for case, pieces in _conversations(
         encoder, list(system_prompts), list(deltas or DEFAULT_DELTAS), outputs or ["42"]
     ):
@@ -228,3 +246,16 @@ def check_additivity(
         if failure is not None:
             report.failures.append(failure)
     return report
+
+
+def _has_system_role(processor: Processor) -> bool:
+    try:
+        processor.init_system_input("x")
+    except ValueError:  # a format without a system role refuses any system prompt
+        return False
+    return True
+
+
+def _derived_from(processor: Processor, tokenizer: PreTrainedTokenizerBase) -> bool:
+    """True when ``processor`` was cut from this very template (then it renders as the template by construction)."""
+    return isinstance(processor, ChatTemplateProcessor) and processor.tokenizer.chat_template == tokenizer.chat_template

@@ -27,8 +27,9 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from trl_env.generator import Generation
-from trl_env.vllm_generator import PROCESSED, cut_at_stop
+from trl_env.core import Generation
+from trl_env.generation.base import cut_at_stop
+from trl_env.generation.vllm_engine import PROCESSED
 
 TOKEN_PREFIX = "token_id:"
 
@@ -49,7 +50,7 @@ def parse_choice(choice: dict[str, Any]) -> tuple[list[int], list[float]]:
         raise RuntimeError("the server returned no logprobs; is this a vLLM OpenAI-compatible server?")
     if not all(isinstance(t, str) and t.startswith(TOKEN_PREFIX) for t in tokens):
         raise RuntimeError("the server ignored return_tokens_as_token_ids; it needs to be a vLLM server")
-    ids = [int(t[len(TOKEN_PREFIX):]) for t in tokens]
+    ids = [int(t[len(TOKEN_PREFIX) :]) for t in tokens]
     if choice.get("token_ids") is not None and list(choice["token_ids"]) != ids:
         raise RuntimeError("the server's token_ids disagree with its logprob tokens")
     if len(values) != len(ids) or any(v is None for v in values):

@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from trl_env.generator import Generation
+from trl_env.core import Generation
+from trl_env.generation.base import cut_at_stop
 
 PROCESSED = "processed_logprobs"
 
@@ -49,18 +50,6 @@ def sampled_logprobs(token_ids: Sequence[int], logprobs: Sequence[dict[int, Any]
         got = 0 if logprobs is None else len(logprobs)
         raise RuntimeError(f"vLLM returned {got} logprobs for {len(token_ids)} tokens")
     return [float(position[token].logprob) for token, position in zip(token_ids, logprobs, strict=True)]
-
-
-def cut_at_stop(ids: Sequence[int], logprobs: Sequence[float], stop_token_ids: Sequence[int]) -> Generation:
-    """Keep ``ids`` up to and including the first stop token (and the matching logprobs).
-
-    Example:
-        >>> cut_at_stop([4, 2, 7], [-1.0, -2.0, -3.0], [2])
-        Generation(ids=[4, 2], logprobs=[-1.0, -2.0])
-    """
-    stops = set(stop_token_ids)
-    end = next((i + 1 for i, token in enumerate(ids) if token in stops), len(ids))
-    return Generation(list(ids[:end]), list(logprobs[:end]))
 
 
 def shutdown_llm(llm: Any) -> None:
@@ -107,8 +96,16 @@ class VLLMGenerator:
         self.stop_token_ids = list(stop_token_ids) if stop_token_ids else [self.tokenizer.eos_token_id]
 
     @classmethod
-    def from_model(cls, model: str, *, temperature: float = 1.0, top_p: float = 1.0, top_k: int | None = None,
-                   stop_token_ids: Sequence[int] | None = None, **llm_kwargs: Any) -> VLLMGenerator:
+    def from_model(
+        cls,
+        model: str,
+        *,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        top_k: int | None = None,
+        stop_token_ids: Sequence[int] | None = None,
+        **llm_kwargs: Any,
+    ) -> VLLMGenerator:
         """Build the ``vllm.LLM`` for ``model`` (a local path or hub id) with processed logprobs.
 
         ``llm_kwargs`` go to ``vllm.LLM`` (``dtype``, ``max_model_len``, ``seed``, ...). On vLLM-CPU,

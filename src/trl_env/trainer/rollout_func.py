@@ -16,23 +16,24 @@ Example:
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
-from trl_env.additivity import check_additivity
-from trl_env.caching_generators import EpisodeCacheGenerator
-from trl_env.chat_template_processor import ChatTemplateProcessor
-from trl_env.core import Env, Processor
-from trl_env.engine import RolloutConfig, RolloutEngine
-from trl_env.env_calls import OnEnvError
+from trl_env.chat.additivity import check_additivity
+from trl_env.chat.template_processor import ChatTemplateProcessor
+from trl_env.core import Env, Generator, Processor
 from trl_env.episode import Episode
-from trl_env.generator import Generator
-from trl_env.trl_compat import (
+from trl_env.generation.kv_cache import EpisodeCacheGenerator
+from trl_env.rollout.config import RolloutConfig
+from trl_env.rollout.engine import RolloutEngine
+from trl_env.trainer.metrics import log_episode_metrics
+from trl_env.trainer.trl_compat import (
     enable_vllm_cpu_weight_sync,
-    log_metric,
     model_for_generation,
     require_supported_trl,
     trainer_tokenizer,
+    uses_vllm,
 )
 
 
@@ -101,44 +102,45 @@ def episodes_to_batch(episodes: list[Episode], turn_end_id: int) -> dict[str, li
     return batch
 
 
-def _log_episode_metrics(trainer: Any, episodes: list[Episode]) -> None:
-    n = max(1, len(episodes))
-    turns = max(1, sum(e.num_turns for e in episodes))
-    log_metric(trainer, "env/reward_mean", sum(e.reward for e in episodes) / n)
-    log_metric(trainer, "env/turns_mean", sum(e.num_turns for e in episodes) / n)
-    log_metric(trainer, "env/errors", sum(e.stop_reason == "env_error" for e in episodes))
-    log_metric(trainer, "env/parse_failure_rate", sum(e.parse_failures for e in episodes) / turns)
-    log_metric(trainer, "env/truncated_rate", sum(e.stop_reason == "token_budget" for e in episodes) / n)
-
-
 def make_rollout_func(
     env_factory: Callable[[], Env],
     processor: Processor | None = None,
     *,
-    system_prompt: str = "",
-    max_turns: int = 8,
-    max_turn_tokens: int = 256,
+    config: RolloutConfig | None = None,
     generator: Generator | None = None,
-    env_workers: int = 16,
-    env_timeout: float | None = 60.0,
-    on_env_error: OnEnvError = "fail_episode",
-    failure_reward: float = 0.0,
     allow_non_additive: bool = False,
     progress: bool = False,
+    **settings: Any,
 ) -> Callable[[list[Any], Any], dict[str, list[Any]]]:
-    """Build a TRL 1.16 ``rollout_func`` that plays one episode per prompt.
+    """Build a TRL ``rollout_func`` that plays one episode per prompt.
 
-    ``processor`` defaults to :class:`ChatTemplateProcessor` of the trainer's tokenizer,
-    ``generator`` to the trainer's own backend. The episode token budget is the trainer's
-    ``max_completion_length``. Training refuses to start with a processor that fails
-    :func:`~trl_env.additivity.check_additivity` unless ``allow_non_additive=True``.
+    Args:
+        env_factory: makes a fresh env per episode.
+        processor: the chat format; defaults to :class:`ChatTemplateProcessor` of the trainer's tokenizer.
+        config: budgets and policies; ``settings`` (:class:`RolloutConfig` field names, e.g. ``max_turns=5``)
+            override it. Checked here, before training starts. The episode token budget is the trainer's
+            ``max_completion_length`` (``config.max_completion_tokens``, when set, must not exceed it).
+        generator: the sampling backend; defaults to the trainer's own (its vLLM, or
+            :class:`EpisodeCacheGenerator` on its model).
+        allow_non_additive: train even when the processor fails :func:`~trl_env.chat.additivity.check_additivity`.
+        progress: show a progress bar over turns.
+
+    Returns:
+        ``rollout_func(prompts, trainer)`` for ``GRPOTrainer(rollout_func=...)``.
 
     Example:
-        >>> rollout_func = make_rollout_func(GuessNumberEnv, max_turns=5, max_turn_tokens=8)  # doctest: +SKIP
+        >>> rollout_func = make_rollout_func(GuessNumberEnv, max_turns=5, max_turn_tokens=8)
+        >>> make_rollout_func(GuessNumberEnv, max_turn=5)
+        Traceback (most recent call last):
+        ...
+        TypeError: unknown rollout setting 'max_turn'; the RolloutConfig fields are: ...
     """
     require_supported_trl()
     enable_vllm_cpu_weight_sync()
-    engines: dict[int, RolloutEngine] = {}
+    base_config = RolloutConfig.from_kwargs(config, **settings)
+    # One engine, for the latest trainer only, held with a weak reference: a rollout_func reused across
+    # trainers never keeps an old trainer (and its model) alive, and ids of dead trainers are never confused.
+    current: dict[str, Any] = {"trainer": None, "engine": None}
 
     def build(trainer: Any) -> RolloutEngine:
         tokenizer = trainer_tokenizer(trainer)
@@ -150,15 +152,14 @@ def make_rollout_func(
                     "the processor is not additive with this tokenizer, so per-chunk tokenization would differ from "
                     "the text's; fix the processor or pass allow_non_additive=True\n" + report.table(5)
                 )
-        config = RolloutConfig(
-            system_prompt=system_prompt,
-            max_turns=max_turns,
-            max_turn_tokens=max_turn_tokens,
-            max_completion_tokens=trainer.max_completion_length,
-            env_workers=env_workers,
-            env_timeout=env_timeout,
-            on_env_error=on_env_error,
-            failure_reward=failure_reward,
+        limit = trainer.max_completion_length
+        if base_config.max_completion_tokens is not None and base_config.max_completion_tokens > limit:
+            raise ValueError(
+                f"RolloutConfig.max_completion_tokens={base_config.max_completion_tokens} exceeds the trainer's "
+                f"max_completion_length={limit}; TRL does not cut rollout_func output, so trl-env must"
+            )
+        config = RolloutConfig.from_kwargs(
+            base_config, max_completion_tokens=base_config.max_completion_tokens or limit
         )
         engine = RolloutEngine(generator or _trainer_generator(trainer, tokenizer), chosen, tokenizer, config)
         turn_end_id = engine.encoder.turn_end_id
@@ -171,19 +172,23 @@ def make_rollout_func(
         return engine
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
-        engine = engines.get(id(trainer))
-        if engine is None:
-            engine = engines[id(trainer)] = build(trainer)
+        known = current["trainer"]
+        if known is None or known() is not trainer:
+            if current["engine"] is not None:
+                current["engine"].close()
+            current["engine"] = build(trainer)
+            current["trainer"] = weakref.ref(trainer)
+        engine: RolloutEngine = current["engine"]
         episodes = engine.run(env_factory, [prompt_to_seed(p) for p in prompts], progress=progress)
-        _log_episode_metrics(trainer, episodes)
+        log_episode_metrics(trainer, episodes)
         return episodes_to_batch(episodes, engine.encoder.turn_end_id)
 
     return rollout_func
 
 
 def _trainer_generator(trainer: Any, tokenizer: Any) -> Generator:
-    if getattr(trainer, "use_vllm", False):
-        from trl_env.vllm_trainer_generator import TrainerVLLMGenerator
+    if uses_vllm(trainer):
+        from trl_env.trainer.vllm_generator import TrainerVLLMGenerator
 
         return TrainerVLLMGenerator(trainer)
     stop_ids = list(trainer.eos_token_ids)

@@ -1,0 +1,78 @@
+"""``trl-env eval``: play sampled episodes with a local model and report how it does.
+
+Success and other per-episode figures come from the environment's ``metrics()`` (see
+:mod:`trl_env.evaluation`). Seeds come from ``--seeds a,b,c`` or ``--seeds-file`` (one per
+line), cycled or cut to ``--episodes``; without either they are ``eval-0 .. eval-{N-1}``.
+``--out`` writes one JSON line per episode: its seed, reward, metrics, turns (model text, parsed
+action, env answer, turn reward), token counts and the whole text.
+
+Example:
+    >>> main(["eval", "--env", "examples.guess_number:GuessNumberEnv", "--model", str(tiny_model_dir),
+    ...       "--episodes", "2", "--max-turns", "2", "--max-turn-tokens", "4", "--no-progress", "--json"])
+    {"episodes": 2, ...}
+    0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from trl_env.cli.arguments import (
+    add_config_arguments,
+    add_env_arguments,
+    add_model_arguments,
+    build_processor,
+    config_from_args,
+    load_factory,
+    load_model,
+    read_seeds,
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``eval`` subcommand."""
+    parser = subparsers.add_parser("eval", help="evaluate a model on an environment with sampled episodes")
+    add_env_arguments(parser)
+    add_model_arguments(parser)
+    add_config_arguments(parser)
+    parser.add_argument("--episodes", type=int, default=None, help="number of episodes (default: all seeds, or 64)")
+    parser.add_argument("--batch-size", type=int, default=64, help="episodes per batch (default 64)")
+    parser.add_argument("--out", help="write one JSON line per episode to this file")
+    parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    parser.add_argument("--no-progress", dest="progress", action="store_false", help="hide the progress bar")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the model, play the episodes, print the summary and write the JSONL file."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    factory = load_factory(args.env, args.env_kwargs)
+    config = config_from_args(args)
+    seeds = read_seeds(args.seeds, args.seeds_file, args.episodes)
+    tokenizer, model = load_model(args.model)
+
+    import torch
+
+    from trl_env.evaluation import evaluate
+
+    torch.manual_seed(args.seed)
+    summary = evaluate(
+        factory,
+        model,
+        tokenizer,
+        seeds,
+        processor=build_processor(args, tokenizer),
+        config=config,
+        temperature=args.temperature,
+        batch_size=args.batch_size,
+        progress=args.progress,
+        autocast_dtype=torch.bfloat16 if args.bf16 else None,
+    )
+    if args.out:
+        summary.write_jsonl(args.out)
+    print(json.dumps(summary.metrics()) if args.json else summary.format())
+    if args.out and not args.json:
+        print(f"wrote {summary.episodes} episodes to {args.out}")
+    return 0

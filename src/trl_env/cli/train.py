@@ -1,0 +1,97 @@
+"""``trl-env train``: GRPO on a multi-turn environment with TRL's ``GRPOTrainer``.
+
+Each step draws ``--prompts-per-step`` seeds and plays ``--num-generations`` episodes of
+each (one GRPO group per seed) through :func:`~trl_env.trainer.rollout_func.make_rollout_func`; the
+reward is the environment's. ``--lora-r 0`` trains all weights, otherwise a LoRA adapter
+on every linear layer (peft); the saved model is always a plain, merged model directory
+that ``trl-env eval --model`` reads. ``--max-minutes`` stops training after a wall-time
+budget (checked after every step). The recipe itself is :mod:`trl_env.trainer.recipe`.
+
+Example:
+    >>> import contextlib, io
+    >>> with contextlib.redirect_stdout(io.StringIO()) as printed:
+    ...     status = main(["train", "--env", "examples.guess_number:GuessNumberEnv", "--model", str(tiny_model_dir),
+    ...                    "--steps", "1", "--num-generations", "2", "--prompts-per-step", "1", "--max-turns", "2",
+    ...                    "--max-turn-tokens", "4", "--max-completion-tokens", "64", "--output-dir", str(tmp_path)])
+    >>> status, printed.getvalue().splitlines()[-1].startswith("trained 1 steps; model saved to")
+    (0, True)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from trl_env.cli.arguments import (
+    add_config_arguments,
+    add_env_arguments,
+    add_model_arguments,
+    build_processor,
+    config_from_args,
+    load_factory,
+    load_model,
+    read_seeds,
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``train`` subcommand."""
+    parser = subparsers.add_parser("train", help="train a model on an environment with GRPO (TRL)")
+    add_env_arguments(parser)
+    add_model_arguments(parser)
+    add_config_arguments(parser)
+    parser.add_argument(
+        "--num-seeds", type=int, default=None, help="training seeds train-0..train-{N-1} (default 1024)"
+    )
+    parser.add_argument("--steps", type=int, default=20, help="optimizer steps (default 20)")
+    parser.add_argument("--max-minutes", type=float, default=None, help="stop after this much training wall time")
+    parser.add_argument("--lr", type=float, default=2e-4, help="learning rate (default 2e-4)")
+    parser.add_argument("--num-generations", type=int, default=8, help="episodes per seed (GRPO group size)")
+    parser.add_argument("--prompts-per-step", type=int, default=2, help="seeds per optimizer step (default 2)")
+    parser.add_argument("--lora-r", type=int, default=16, help="LoRA rank on all linear layers; 0 = full fine-tuning")
+    parser.add_argument("--lora-alpha", type=int, default=None, help="LoRA alpha (default 2 * rank)")
+    parser.add_argument("--beta", type=float, default=0.0, help="KL coefficient (default 0: no reference model)")
+    parser.add_argument("--report-to", default="none", help="TRL/transformers report_to (default none)")
+    parser.add_argument("--output-dir", default="outputs/train", help="where the merged model and logs go")
+    parser.set_defaults(run=run, max_completion_tokens=1024)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the model, train, save the merged model and the log history."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    factory = load_factory(args.env, args.env_kwargs)
+    config = config_from_args(args)
+    num_seeds = args.num_seeds if args.num_seeds is not None else (None if args.seeds or args.seeds_file else 1024)
+    seeds = read_seeds(args.seeds, args.seeds_file, num_seeds, default_prefix="train-")
+    tokenizer, model = load_model(args.model, train=True)
+
+    import torch
+
+    from trl_env.trainer.recipe import TrainSettings, build_trainer, save_merged
+
+    torch.manual_seed(args.seed)
+    settings = TrainSettings(
+        steps=args.steps,
+        lr=args.lr,
+        num_generations=args.num_generations,
+        prompts_per_step=args.prompts_per_step,
+        lora_r=args.lora_r,
+        lora_alpha=args.lora_alpha,
+        beta=args.beta,
+        temperature=args.temperature,
+        max_completion_tokens=config.max_completion_tokens or 1024,
+        max_minutes=args.max_minutes,
+        seed=args.seed,
+        output_dir=args.output_dir,
+        report_to=args.report_to,
+        bf16=args.bf16,
+        rollout=config,
+    )
+    trainer = build_trainer(factory, model, tokenizer, seeds, settings, processor=build_processor(args, tokenizer))
+    trainer.train()
+    path = save_merged(trainer, tokenizer, Path(args.output_dir) / "final")
+    (Path(args.output_dir) / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1))
+    print(f"trained {trainer.state.global_step} steps; model saved to {path}")
+    return 0

@@ -1,0 +1,28 @@
+"""Helpers shared by the generators: cutting a sampled sequence at its stop token.
+
+The :class:`~trl_env.core.Generator` protocol itself lives in :mod:`trl_env.core`.
+
+Example:
+    >>> cut_at_stop([5, 9, 2, 7], [-0.1, -0.2, -0.3, -0.4], stop_token_ids=[2])
+    Generation(ids=[5, 9, 2], logprobs=[-0.1, -0.2, -0.3])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from trl_env.core import Generation
+
+
+def cut_at_stop(ids: Sequence[int], logprobs: Sequence[float], stop_token_ids: Sequence[int]) -> Generation:
+    """Keep ``ids`` (and their logprobs) up to and including the first stop token.
+
+    Example:
+        >>> cut_at_stop([1, 2], [0.0, 0.0], stop_token_ids=[9]).ids
+        [1, 2]
+    """
+    if len(ids) != len(logprobs):
+        raise RuntimeError(f"generator returned {len(ids)} ids but {len(logprobs)} logprobs")
+    stops = set(stop_token_ids)
+    end = next((i + 1 for i, token in enumerate(ids) if token in stops), len(ids))
+    return Generation(list(ids[:end]), [float(x) for x in logprobs[:end]])

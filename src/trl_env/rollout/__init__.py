@@ -1,0 +1,1 @@
+"""Playing episodes: the batched engine, its config, and safe env calls."""

@@ -1,0 +1,108 @@
+"""``RolloutConfig``: every budget and policy of a rollout, in one place.
+
+``rollout()``, :class:`~trl_env.rollout.engine.RolloutEngine`, ``make_rollout_func``, ``evaluate``
+and the ``trl-env eval/train`` flags (generated from these fields) all take or build one, so each
+default is written once, here. Values are checked when the config is built, not at the first
+training step.
+
+Example:
+    >>> RolloutConfig(max_turns=3).max_turn_tokens
+    256
+    >>> RolloutConfig(max_turns=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: RolloutConfig.max_turns must be >= 1, got 0
+    >>> RolloutConfig.from_kwargs(max_turn=3)
+    Traceback (most recent call last):
+    ...
+    TypeError: unknown rollout setting 'max_turn'; the RolloutConfig fields are: system_prompt, max_turns, ...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+OnEnvError = Literal["fail_episode", "raise"]
+ON_ENV_ERROR: tuple[str, ...] = ("fail_episode", "raise")
+
+
+def _doc(text: str, **extra: Any) -> Any:
+    return {"help": text, **extra}
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    """Budgets and policies of a rollout (every field is also a ``trl-env eval/train`` flag)."""
+
+    system_prompt: str = field(default="", metadata=_doc("system prompt of every episode (empty: none)"))
+    max_turns: int = field(default=8, metadata=_doc("model turns per episode"))
+    max_turn_tokens: int = field(default=256, metadata=_doc("sampled tokens per model turn"))
+    max_completion_tokens: int | None = field(
+        default=None,
+        metadata=_doc(
+            "completion tokens per episode, env tokens included; under make_rollout_func the trainer's "
+            "max_completion_length (a value here must not exceed it); None elsewhere: no episode budget"
+        ),
+    )
+    max_env_tokens: int = field(
+        default=2048, metadata=_doc("an env delta longer than this many tokens is cut and marked")
+    )
+    env_workers: int = field(default=16, metadata=_doc("env calls running at once"))
+    env_timeout: float | None = field(
+        default=60.0, metadata=_doc("seconds one reset/step may take before it is a fault (None: no limit)")
+    )
+    on_env_error: OnEnvError = field(
+        default="fail_episode",
+        metadata=_doc(
+            "an env that raises or times out: fail only that episode, or raise EnvError", choices=ON_ENV_ERROR
+        ),
+    )
+    failure_reward: float = field(default=0.0, metadata=_doc("reward of an episode whose env failed"))
+    check_invariants: bool = field(
+        default=True, metadata=_doc("check every episode's token/mask/logprob invariants after a rollout")
+    )
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.type in ("int", "int | None") and value is not None:
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise TypeError(f"RolloutConfig.{f.name} must be an int, got {value!r}")
+                if value < 1:
+                    raise ValueError(f"RolloutConfig.{f.name} must be >= 1, got {value}")
+        if self.env_timeout is not None and not (
+            isinstance(self.env_timeout, int | float) and math.isfinite(self.env_timeout) and self.env_timeout > 0
+        ):
+            raise ValueError(
+                f"RolloutConfig.env_timeout must be a positive number of seconds, got {self.env_timeout!r}"
+            )
+        if self.on_env_error not in ON_ENV_ERROR:
+            raise ValueError(f"RolloutConfig.on_env_error must be one of {ON_ENV_ERROR}, got {self.on_env_error!r}")
+        if not isinstance(self.failure_reward, int | float) or not math.isfinite(self.failure_reward):
+            raise ValueError(f"RolloutConfig.failure_reward must be a finite number, got {self.failure_reward!r}")
+        if not isinstance(self.system_prompt, str):
+            raise TypeError(f"RolloutConfig.system_prompt must be a str, got {type(self.system_prompt).__name__}")
+
+    @classmethod
+    def from_kwargs(cls, base: RolloutConfig | None = None, **overrides: Any) -> RolloutConfig:
+        """``base`` (or the defaults) with ``overrides`` applied; an unknown name is a ``TypeError``.
+
+        Args:
+            base: the config to start from; the defaults when None.
+            **overrides: field values to change.
+
+        Returns:
+            A new, validated config.
+
+        Example:
+            >>> RolloutConfig.from_kwargs(RolloutConfig(max_turns=2), max_turn_tokens=8).max_turns
+            2
+        """
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = [name for name in overrides if name not in names]
+        if unknown:
+            raise TypeError(f"unknown rollout setting {unknown[0]!r}; the RolloutConfig fields are: {', '.join(names)}")
+        return dataclasses.replace(base or cls(), **overrides)
