@@ -64,7 +64,9 @@ def _doctest_names(request):
         tokenizer=tokenizer,
         model=model,
         processor=ChatTemplateProcessor(tokenizer),
-        generator=TransformersGenerator(model, tokenizer, stop_token_ids=[tokenizer.convert_tokens_to_ids("<|im_end|>")]),
+        generator=TransformersGenerator(
+            model, tokenizer, stop_token_ids=[tokenizer.convert_tokens_to_ids("<|im_end|>")]
+        ),
         GuessNumberEnv=GuessNumberEnv,
         main=cli_main,
         tiny_model_dir=request.getfixturevalue("tiny_model_dir"),

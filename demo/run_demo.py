@@ -94,7 +94,7 @@ class DemoPlan:
 
     def rollout_config(self) -> Any:
         """The rollout budgets shared by evaluation and training."""
-        from trl_env.rollout.config import RolloutConfig
+        from trl_env.engine.config import RolloutConfig
 
         return RolloutConfig(
             system_prompt=SYSTEM_PROMPT,
@@ -218,15 +218,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl_env.chat.chunked_processor import with_answer_prefix
-    from trl_env.generation.local_model import cpu_has_bf16
-    from trl_env.trainer.recipe import TrainSettings, build_trainer, save_merged
 
     from demo.demo_model import ensure_demo_model
     from examples.guess_number import GuessNumberEnv, heldout_seeds, train_seeds
     from trl_env.chat.additivity import check_additivity
+    from trl_env.chat.chunked_processor import with_answer_prefix
     from trl_env.chat.template_processor import ChatTemplateProcessor
     from trl_env.evaluation import evaluate
+    from trl_env.generation.local_model import cpu_has_bf16
+    from trl_env.trainer.recipe import TrainSettings, build_trainer, save_merged
 
     started = time.perf_counter()
     torch.set_num_threads(args.threads or idle_cores())

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 import torch
 
-
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("TRL_ENV_TEST_CACHE", ROOT / ".cache"))
 
@@ -30,4 +29,3 @@ def template_tokenizers(qwen3_tokenizer):
         return cache[name]
 
     return get
-

@@ -23,7 +23,7 @@ def test_qwen3_passes(saved, capsys):
 def test_qwen3_without_thinking_needs_a_preset(saved, capsys):
     path = saved("qwen3")
     assert main(["check", path, "--no-thinking"]) == 2
-    assert "preset" in capsys.readouterr().out
+    assert "preset" in capsys.readouterr().err
     assert main(["check", path, "--preset", "qwen3_nothink"]) == 0
 
 

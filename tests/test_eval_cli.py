@@ -78,7 +78,7 @@ def test_eval_writes_jsonl_whose_lines_give_the_printed_summary(tiny_model_dir, 
     sums = summary["metric_sums"]
     assert sums["answers"] == sum(r["metrics"]["answers"] for r in lines) == turns
     assert sums["valid_guesses"] == pytest.approx(sum(r["metrics"]["valid_guesses"] for r in lines))
-    assert EvalSummary.from_records(lines).metrics() == pytest.approx({**summary, "seconds": 0.0})
+    assert EvalSummary.from_records(lines).metrics() == {**summary, "seconds": 0.0}  # same sums, same order
 
 
 def test_eval_command_imports_the_env_from_the_working_directory(tiny_model_dir, tmp_path):
@@ -139,8 +139,7 @@ def test_an_env_without_metrics_has_no_success_rate(tiny_qwen3, qwen3_tokenizer)
             self.alive = False
             return self, "done"
 
-    summary = evaluate(NoMetrics, tiny_qwen3, qwen3_tokenizer, ["a"], progress=False, max_turns=1,
-                       max_turn_tokens=2)
+    summary = evaluate(NoMetrics, tiny_qwen3, qwen3_tokenizer, ["a"], progress=False, max_turns=1, max_turn_tokens=2)
     assert math.isnan(summary.success_rate) and summary.metric_means == {}
     assert "n/a (the env reports no success metric)" in summary.format()
 

@@ -20,11 +20,11 @@ from trl_env.core import Action, Delta, Env, Language, Processor, Seed
 # public name -> module that defines it
 _LAZY = {
     "Episode": "trl_env.episode",
-    "RolloutConfig": "trl_env.rollout.config",
-    "rollout": "trl_env.rollout.engine",
-    "RolloutEngine": "trl_env.rollout.engine",
-    "EnvError": "trl_env.rollout.env_calls",
-    "EnvContractError": "trl_env.rollout.env_calls",
+    "RolloutConfig": "trl_env.engine.config",
+    "rollout": "trl_env.engine.rollout",
+    "RolloutEngine": "trl_env.engine.rollout",
+    "EnvError": "trl_env.engine.env_calls",
+    "EnvContractError": "trl_env.engine.env_calls",
     "ChatTemplateProcessor": "trl_env.chat.template_processor",
     "ChunkedProcessor": "trl_env.chat.chunked_processor",
     "ChatChunks": "trl_env.chat.chunks",
@@ -61,12 +61,12 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from trl_env.chat.chunks import ChatChunks
     from trl_env.chat.presets import preset
     from trl_env.chat.template_processor import ChatTemplateProcessor
+    from trl_env.engine.config import RolloutConfig
+    from trl_env.engine.env_calls import EnvContractError, EnvError
+    from trl_env.engine.rollout import RolloutEngine, rollout
     from trl_env.env_checker import check_env
     from trl_env.episode import Episode
     from trl_env.evaluation import evaluate
     from trl_env.generation.kv_cache import EpisodeCacheGenerator
     from trl_env.generation.transformers_generator import TransformersGenerator
-    from trl_env.rollout.config import RolloutConfig
-    from trl_env.rollout.engine import RolloutEngine, rollout
-    from trl_env.rollout.env_calls import EnvContractError, EnvError
     from trl_env.trainer.rollout_func import NonAdditiveProcessorError, env_reward, make_rollout_func

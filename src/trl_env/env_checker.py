@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from trl_env.core import Env
-from trl_env.rollout.env_calls import EnvContractError, validate_result
+from trl_env.engine.env_calls import EnvContractError, validate_result
 
 ADVERSARIAL_ACTIONS = [
     "",

@@ -32,10 +32,10 @@ from tqdm.auto import tqdm
 
 from trl_env.chat.template_processor import ChatTemplateProcessor
 from trl_env.core import Env, Processor
+from trl_env.engine.config import RolloutConfig
+from trl_env.engine.rollout import RolloutEngine
 from trl_env.generation.kv_cache import EpisodeCacheGenerator
 from trl_env.generation.local_model import autocast_context, stop_token_ids
-from trl_env.rollout.config import RolloutConfig
-from trl_env.rollout.engine import RolloutEngine
 
 
 def _ratio(numerator: float, denominator: float) -> float:

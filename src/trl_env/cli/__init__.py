@@ -32,7 +32,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         print(f"trl-env: error: {error}", file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

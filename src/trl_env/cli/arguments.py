@@ -1,7 +1,7 @@
 """Arguments shared by the ``trl-env`` subcommands, and the errors they report.
 
 The rollout flags (``--max-turns``, ``--env-timeout``, ...) are generated from
-:class:`~trl_env.rollout.config.RolloutConfig`'s fields, so their names, types, defaults and help
+:class:`~trl_env.engine.config.RolloutConfig`'s fields, so their names, types, defaults and help
 are written once, in the config. Mistakes a user makes on the command line (a bad ``MODULE:FACTORY``,
 bad JSON, a missing model directory) raise :class:`UsageError`: one clear line and exit status 2.
 
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trl_env.rollout.config import RolloutConfig
+from trl_env.engine.config import RolloutConfig
 
 # RolloutConfig fields with no flag: trl-env train takes the episode budget from its own settings
 _NOT_FLAGS = {"check_invariants"}

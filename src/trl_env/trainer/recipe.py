@@ -19,7 +19,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from trl_env.rollout.config import RolloutConfig
+from trl_env.engine.config import RolloutConfig
 
 
 @dataclass

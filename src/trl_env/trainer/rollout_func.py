@@ -23,10 +23,10 @@ from typing import Any
 from trl_env.chat.additivity import check_additivity
 from trl_env.chat.template_processor import ChatTemplateProcessor
 from trl_env.core import Env, Generator, Processor
+from trl_env.engine.config import RolloutConfig
+from trl_env.engine.rollout import RolloutEngine
 from trl_env.episode import Episode
 from trl_env.generation.kv_cache import EpisodeCacheGenerator
-from trl_env.rollout.config import RolloutConfig
-from trl_env.rollout.engine import RolloutEngine
 from trl_env.trainer.metrics import log_episode_metrics
 from trl_env.trainer.trl_compat import (
     enable_vllm_cpu_weight_sync,

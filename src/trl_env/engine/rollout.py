@@ -48,10 +48,10 @@ from trl_env.core import (
     StrictParser,
     metrics_of,
 )
+from trl_env.engine.config import RolloutConfig
+from trl_env.engine.env_calls import EnvCaller, EnvError, EnvFault
 from trl_env.episode import Episode, SegmentKind, StopReason, Turn
 from trl_env.generation.base import cut_at_stop
-from trl_env.rollout.config import RolloutConfig
-from trl_env.rollout.env_calls import EnvCaller, EnvError, EnvFault
 
 if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
     from transformers import PreTrainedTokenizerBase
@@ -175,7 +175,8 @@ class RolloutEngine:
 
     @staticmethod
     def _checked_env(env: Any, env_factory: Callable[[], Env]) -> Env:
-        if not isinstance(env, Env):
+        # reward and alive may first be set by reset(), so only the methods are checked here
+        if not (callable(getattr(env, "reset", None)) and callable(getattr(env, "step", None))):
             name = getattr(env_factory, "__qualname__", repr(env_factory))
             raise TypeError(
                 f"the env factory {name} returned {type(env).__name__}, not an env (an object with reward, alive, "

@@ -18,7 +18,7 @@ Example:
     >>> validate_result(Bad(), Bad().reset("s"), "reset", "s")
     Traceback (most recent call last):
     ...
-    trl_env.rollout.env_calls.EnvContractError: Bad.reset(seed='s') returned a 2-tuple whose delta is int, expected str
+    trl_env.engine.env_calls.EnvContractError: Bad.reset(seed='s') returned a 2-tuple whose delta is int, expected str
 """
 
 from __future__ import annotations

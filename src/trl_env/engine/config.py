@@ -1,6 +1,6 @@
 """``RolloutConfig``: every budget and policy of a rollout, in one place.
 
-``rollout()``, :class:`~trl_env.rollout.engine.RolloutEngine`, ``make_rollout_func``, ``evaluate``
+``rollout()``, :class:`~trl_env.engine.rollout.RolloutEngine`, ``make_rollout_func``, ``evaluate``
 and the ``trl-env eval/train`` flags (generated from these fields) all take or build one, so each
 default is written once, here. Values are checked when the config is built, not at the first
 training step.

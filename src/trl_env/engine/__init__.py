@@ -1,0 +1,1 @@
+"""Playing episodes: the batched rollout engine, its config, and safe env calls."""

@@ -1,1 +1,0 @@
-"""Playing episodes: the batched engine, its config, and safe env calls."""
