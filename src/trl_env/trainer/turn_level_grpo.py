@@ -7,7 +7,8 @@ it calls ``_calculate_rewards``, and ``_compute_loss`` accepts (B, T) advantages
 1-D ones). So two small overrides suffice:
 
 * ``_calculate_rewards`` marks ``failed`` rows NaN, TRL's own "unscorable" signal: they leave the
-  group baseline and get advantage 0, in every mode;
+  group baseline and get advantage 0, in every mode (and so do rows whose reward functions all
+  returned None);
 * ``_generate_and_score_completions`` replaces ``output["advantages"]`` with the (B, T) tensor of
   :func:`~trl_env.trainer.advantages.compute_advantages`. Mode ``"episode"`` keeps TRL's own (B,)
   advantages (identical, see the tests); ``"anchor"`` uses them as its episode term.
@@ -21,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -56,9 +58,12 @@ class TurnLevelGRPOTrainer(GRPOTrainer):
         self.advantage_mode = advantage_mode
         self.gamma, self.step_weight, self.scale_turns = gamma, step_weight, scale_turns
         self._credits: list[EpisodeCredit] = []
+        self._unscorable: list[bool] = []
         super().__init__(*args, **kwargs)
 
-    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):  # noqa: ANN001, ANN202
+    def _calculate_rewards(
+        self, inputs: list[dict[str, Any]], prompts: list[Any], completions: list[Any], completion_ids_list: list[Any]
+    ) -> torch.Tensor:
         # TRL merged the rollout_func's extra keys into `inputs` just before calling this
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         local_failed = [bool(row.get("failed", False)) for row in inputs]
@@ -69,16 +74,21 @@ class TurnLevelGRPOTrainer(GRPOTrainer):
         # rewards_per_func is gathered across processes; so must the flags be
         failed = torch.tensor(gather_object(local_failed), dtype=torch.bool, device=rewards_per_func.device)
         rewards_per_func[failed] = torch.nan
+        # a row is failed for the turn modes too when every reward function returned None (TRL's "unscorable")
+        self._unscorable = torch.isnan(rewards_per_func).all(dim=1).tolist()
         return rewards_per_func
 
-    def _generate_and_score_completions(self, inputs):  # noqa: ANN001, ANN202
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         output = super()._generate_and_score_completions(inputs)
         if self.advantage_mode == "episode":
             return output
         mode = "train" if self.model.training else "eval"
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
         local = output["advantages"]
-        credits = gather_object(self._credits)
+        credits = [
+            replace(credit, failed=True) if unscorable else credit
+            for credit, unscorable in zip(gather_object(self._credits), self._unscorable, strict=True)
+        ]
         advantages = compute_advantages(
             credits,
             num_generations,
