@@ -17,12 +17,16 @@ Modes (every mode: env positions, padding and failed samples get exactly 0):
     Turn ``t``'s tokens get ``A[i][t] = (G[i][t] - b[i][t]) / (s_t + 1e-4)`` where, over
     ``S_t`` = the group's scorable samples that have a turn ``t``, ``b[i][t]`` is the mean of
     ``G[j][t]`` over ``j`` in ``S_t``, ``j != i`` (leave-one-out), and ``s_t`` the unbiased std of
-    ``G[j][t]`` over all of ``S_t``; 0 when ``|S_t| < 2``. ``scale=False`` drops the division.
+    ``G[j][t]`` over all of ``S_t``; 0 when ``|S_t| < 2`` (a turn index only one sample reached has
+    nothing to compare with, so with few generations late turns of long episodes get no signal).
+    ``scale=False`` drops the division.
 ``"anchor"`` (GiGPO, arXiv:2505.10978)
     ``A[i][t] = A_i + w * (G[i][t] - mean{G[j][k] : j != i, state_keys[j][k] == state_keys[i][t]})``:
     the episode advantage above plus ``w`` times a step advantage among the group's turns that
     start from the same anchor state; 0 when no other sample reaches that state or the key is
-    ``None``. Unscaled, as GiGPO's default ``mean_norm`` (a std over 2-3 turns is noise).
+    ``None``. Unscaled, as GiGPO's default ``mean_norm`` (a std over 2-3 turns is noise), so the
+    step term is in reward units while the episode term is std-normalised: choose ``w`` with that
+    in mind.
 
 Why per turn index, leave-one-out (verl issue 7244): normalising per-turn *rewards* per turn index
 and summing them subtracts a baseline with one term per turn the sample itself took, so the
