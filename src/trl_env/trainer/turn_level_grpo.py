@@ -1,0 +1,124 @@
+"""``TurnLevelGRPOTrainer``: TRL 1.16's ``GRPOTrainer`` with per-token, turn-level advantages.
+
+The ``rollout_func`` returns, besides TRL's keys, one entry per sample of ``turn_rewards``,
+``turn_spans``, ``state_keys`` and ``failed``. TRL 1.16 copies such extra keys onto each input row
+(``_generate_and_score_completions``: "Merge extra_fields from rollout_func into inputs") before
+it calls ``_calculate_rewards``, and ``_compute_loss`` accepts (B, T) advantages (it unsqueezes only
+1-D ones). So two small overrides suffice:
+
+* ``_calculate_rewards`` marks ``failed`` rows NaN, TRL's own "unscorable" signal: they leave the
+  group baseline and get advantage 0, in every mode (and so do rows whose reward functions all
+  returned None);
+* ``_generate_and_score_completions`` replaces ``output["advantages"]`` with the (B, T) tensor of
+  :func:`~trl_env.trainer.advantages.compute_advantages`. Mode ``"episode"`` keeps TRL's own (B,)
+  advantages (identical, see the tests); ``"anchor"`` uses them as its episode term.
+
+Example:
+    >>> TurnLevelGRPOTrainer(advantage_mode="sideways")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: advantage_mode must be one of ('episode', 'turn', 'anchor'); got 'sideways'
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import torch
+from accelerate.utils import gather_object
+from trl import GRPOTrainer
+
+from trl_env.trainer.advantages import MODES, AdvantageMode, EpisodeCredit, compute_advantages
+
+CREDIT_KEYS = ("turn_rewards", "turn_spans", "state_keys")
+
+
+class TurnLevelGRPOTrainer(GRPOTrainer):
+    """``GRPOTrainer`` whose loss sees turn-level (B, T) advantages; other arguments as ``GRPOTrainer``.
+
+    Args:
+        advantage_mode: ``"episode"``, ``"turn"`` or ``"anchor"`` (see :mod:`trl_env.trainer.advantages`).
+        gamma: discount of the turn returns.
+        step_weight: weight ``w`` of the anchor step term.
+        scale_turns: divide ``"turn"`` advantages by the turn index's std.
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        advantage_mode: AdvantageMode = "turn",
+        gamma: float = 1.0,
+        step_weight: float = 1.0,
+        scale_turns: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        if advantage_mode not in MODES:
+            raise ValueError(f"advantage_mode must be one of {MODES}; got {advantage_mode!r}")
+        self.advantage_mode = advantage_mode
+        self.gamma, self.step_weight, self.scale_turns = gamma, step_weight, scale_turns
+        self._credits: list[EpisodeCredit] = []
+        self._unscorable: list[bool] = []
+        super().__init__(*args, **kwargs)
+
+    def _calculate_rewards(
+        self, inputs: list[dict[str, Any]], prompts: list[Any], completions: list[Any], completion_ids_list: list[Any]
+    ) -> torch.Tensor:
+        # TRL merged the rollout_func's extra keys into `inputs` just before calling this
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        local_failed = [bool(row.get("failed", False)) for row in inputs]
+        if self.advantage_mode != "episode":
+            self._credits = [
+                _credit(row, len(ids), i) for i, (row, ids) in enumerate(zip(inputs, completion_ids_list, strict=True))
+            ]
+        # rewards_per_func is gathered across processes; so must the flags be
+        failed = torch.tensor(gather_object(local_failed), dtype=torch.bool, device=rewards_per_func.device)
+        rewards_per_func[failed] = torch.nan
+        # a row is failed for the turn modes too when every reward function returned None (TRL's "unscorable")
+        self._unscorable = torch.isnan(rewards_per_func).all(dim=1).tolist()
+        return rewards_per_func
+
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        output = super()._generate_and_score_completions(inputs)
+        if self.advantage_mode == "episode":
+            return output
+        mode = "train" if self.model.training else "eval"
+        num_generations = self.num_generations if mode == "train" else self.num_generations_eval
+        local = output["advantages"]
+        credits = [
+            replace(credit, failed=True) if unscorable else credit
+            for credit, unscorable in zip(gather_object(self._credits), self._unscorable, strict=True)
+        ]
+        advantages = compute_advantages(
+            credits,
+            num_generations,
+            self.advantage_mode,
+            gamma=self.gamma,
+            step_weight=self.step_weight,
+            scale=self.scale_turns,
+            episode=self.accelerator.gather(local).cpu(),
+        )
+        start = self.accelerator.process_index * len(local)  # TRL's process_slice
+        width = output["completion_ids"].shape[1]
+        mine = torch.zeros(len(local), width, dtype=torch.float32)
+        columns = min(width, advantages.shape[1])
+        mine[:, :columns] = advantages[start : start + len(local), :columns]
+        output["advantages"] = mine.to(local.device)
+        return output
+
+
+def _credit(row: dict[str, Any], completion_length: int, index: int) -> EpisodeCredit:
+    """The :class:`EpisodeCredit` of one input row that TRL merged the rollout_func's extra keys into."""
+    missing = [key for key in CREDIT_KEYS if key not in row]
+    if missing:
+        raise KeyError(
+            f"sample {index}: the rollout_func must return {list(CREDIT_KEYS)} (one entry per sample) for "
+            f"TurnLevelGRPOTrainer; missing {missing}"
+        )
+    return EpisodeCredit(
+        turn_rewards=list(row["turn_rewards"]),
+        turn_spans=[tuple(span) for span in row["turn_spans"]],
+        state_keys=list(row["state_keys"]),
+        completion_length=completion_length,
+        failed=bool(row.get("failed", False)),
+    )
