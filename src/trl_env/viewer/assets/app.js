@@ -10,8 +10,9 @@ const $ = (id) => document.getElementById(id);
 
 function haystack(e) {
   const prompt = e.p === null ? "" : DATA.prompts[e.p];
-  const turns = e.turns.map((t) => `${t.completion ?? ""}\n${t.action ?? ""}\n${t.observation ?? ""}`).join("\n");
-  return [e.seed, e.stop_reason, e.error, prompt, turns, e.text, JSON.stringify(e.extra)].join("\n").toLowerCase();
+  const turns = e.turns.map((t) => `${t.reasoning ?? ""}\n${t.action ?? ""}\n${t.observation ?? ""}`).join("\n");
+  const tokens = e.tt.join("");
+  return [e.seed, e.stop_reason, e.error, prompt, tokens, turns, e.text, JSON.stringify(e.extra)].join("\n").toLowerCase();
 }
 
 function numberInput(id) {

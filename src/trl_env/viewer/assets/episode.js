@@ -34,12 +34,15 @@ function bool(value) {
 function turnsTable(e) {
   if (!e.turns.length) return "";
   const rewards = e.turn_rewards || [];
+  const reasoning = e.turns.some((t) => t.reasoning);
   const rows = e.turns.map((t, i) =>
-    `<tr><td class="dim">${i + 1}</td><td class="txt"><div>${esc(t.action ?? "")}</div></td>` +
+    `<tr><td class="dim">${i + 1}</td>` + (reasoning ? `<td class="txt"><div>${esc(t.reasoning ?? "")}</div></td>` : "") +
+    `<td class="txt"><div>${esc(t.action ?? "")}</div></td>` +
     `<td>${bool(t.parsed_ok)}</td><td>${bool(t.stopped)}</td>` +
     `<td class="txt"><div>${esc(t.observation ?? "")}</div></td><td class="num">${fmt(rewards[i] ?? null)}</td></tr>`);
   return `<section class="block"><h3>Turns <span class="sub">parsed: the answer could be parsed · ` +
-    `stopped: the model ended its turn itself</span></h3><table class="turns"><thead><tr><th>#</th><th>Action</th>` +
+    `stopped: the model ended its turn itself</span></h3><table class="turns"><thead><tr><th>#</th>` +
+    `${reasoning ? "<th>Reasoning</th>" : ""}<th>Action</th>` +
     `<th>Parsed</th><th>Stopped</th><th>Observation</th><th class="num">Reward</th></tr></thead>` +
     `<tbody>${rows.join("")}</tbody></table></section>`;
 }
