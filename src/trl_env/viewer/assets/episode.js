@@ -5,10 +5,11 @@
 const KIND_CLASS = { 1: "m", 0: "e", 2: "x" };
 const KIND_NAME = { 1: "model (mask 1)", 0: "environment (mask 0)", 2: "end of turn added by the engine (mask 0)" };
 const SPECIAL = /^<[|｜][^<>]*[|｜]>$|^<[a-z_]+\|>$|^<\|[a-z_]+>$/;
-const HEAT_NATS = 6; // a logprob of -6 (p ≈ 0.25%) or lower gets the hottest colour
+const HEAT_NATS = 12; // a logprob of -12 (p ≈ 6e-6, a uniform guess over 150k tokens) or lower: the hottest colour
 
+// sqrt spreads the usual range of a trained model (0 to -3) over half the scale; a random model is near 1
 function heat(logprob) {
-  return Math.min(1, Math.max(0, -logprob / HEAT_NATS)).toFixed(2);
+  return Math.sqrt(Math.min(1, Math.max(0, -logprob / HEAT_NATS))).toFixed(2);
 }
 
 // Completion tokens as spans; newlines get a faint ↵ so line breaks inside tokens stay visible.
@@ -18,7 +19,8 @@ function tokenSpans(e) {
     const kind = e.k[i], text = e.tt[i];
     let cls = "tok " + KIND_CLASS[kind];
     if (SPECIAL.test(text)) cls += " sp";
-    const body = text === "" ? "" : esc(text).replace(/\n/g, '<span class="nl">↵</span>\n');
+    // the HTML parser would turn "\r" into "\n": a character reference keeps it as it was
+    const body = text === "" ? "" : esc(text).replace(/\r/g, "&#13;").replace(/\n/g, '<span class="nl">↵</span>\n');
     const style = kind === "1" ? ` style="--h:${heat(e.lp[i])}"` : "";
     parts[i] = `<span class="${cls}" data-i="${i}"${style}>${body}</span>`;
   }
