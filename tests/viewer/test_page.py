@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+import trl_env.viewer
 from tests.viewer.conftest import many
 from trl_env.viewer import page, write_page
 
@@ -105,5 +106,6 @@ def test_ten_thousand_episodes_build_fast_into_a_modest_page(tmp_path, records):
     assert size < 1_000 + 40 * tokens + 600 * len(big)  # bytes per token and per episode stay bounded
 
 
-def test_docstring_examples():
-    assert doctest.testmod(page, optionflags=doctest.ELLIPSIS).failed == 0
+@pytest.mark.parametrize("module", [page, trl_env.viewer])
+def test_docstring_examples(module):
+    assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0

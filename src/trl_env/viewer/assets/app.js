@@ -56,8 +56,8 @@ function drawRows() {
     const i = state.view[r], e = EPS[i];
     rows.push(`<div class="row${i === state.selected ? " sel" : ""}" data-i="${i}" style="top:${r * ROW}px">` +
       `<span class="dim num">${i}</span><span class="seed" title="${esc(e.seed)}">${esc(e.seed)}</span>` +
-      `<span class="num dim">${e.step ?? "–"}</span><span class="num">${fmt(e.reward)}</span>` +
-      `<span><span class="pill ${esc(e.stop_reason ?? "")}">${esc(e.stop_reason ?? "unknown")}</span></span>` +
+      `<span class="num dim c-step">${e.step ?? "–"}</span><span class="num">${fmt(e.reward)}</span>` +
+      `<span class="c-stop"><span class="pill ${esc(e.stop_reason ?? "")}">${esc(e.stop_reason ?? "unknown")}</span></span>` +
       `<span class="num">${e.num_turns ?? "–"}</span><span>${bool(e.success)}</span></div>`);
   }
   if (!state.view.length) rows.push('<p class="empty">No episode matches the filters.</p>');
@@ -92,7 +92,7 @@ function layout() {
     `${steps.length ? ` · training steps ${s0}–${s1}` : " · evaluation (no training steps)"}</span></header>` +
     `<section class="summary" id="summary">${renderSummary(EPS, "")}</section>` +
     '<section class="filters">' +
-    '<label>step <input id="f-step-min" type="number" placeholder="min"> – <input id="f-step-max" type="number" placeholder="max"></label>' +
+    '<label class="c-step">step <input id="f-step-min" type="number" placeholder="min"> – <input id="f-step-max" type="number" placeholder="max"></label>' +
     '<label>reward <input id="f-reward-min" type="number" step="any" placeholder="min"> – <input id="f-reward-max" type="number" step="any" placeholder="max"></label>' +
     `<label>stop reason <select id="f-stop">${option("", "any")}${stops.map((s) => option(s, s)).join("")}</select></label>` +
     `<label>success <select id="f-success">${option("", "any")}${option("true", "success")}${option("false", "failure")}${option("unknown", "unknown")}</select></label>` +
@@ -100,10 +100,11 @@ function layout() {
     '<label>search <input id="f-search" type="search" placeholder="seed, text, error…"></label>' +
     '<button id="f-reset" type="button">Reset</button><span class="count" id="count"></span></section>' +
     '<main class="split"><div class="list"><div class="list-head"><span class="num">#</span><span>seed</span>' +
-    '<span class="num">step</span><span class="num">reward</span><span>stop</span><span class="num">turns</span><span>ok</span></div>' +
+    '<span class="num c-step">step</span><span class="num">reward</span><span>stop</span><span class="num">turns</span><span>ok</span></div>' +
     '<div class="viewport" id="viewport" tabindex="0"><div class="spacer" id="spacer"></div></div></div>' +
     '<article class="detail" id="detail"><p class="empty">Select an episode.</p></article></main>' +
     '<div class="tip" id="tip" hidden></div>';
+  $("app").classList.toggle("nosteps", !steps.length); // an evaluation: no step column, no step filter
 }
 
 function wire() {

@@ -84,7 +84,7 @@ function conversation(e, prompt, mode) {
 function renderEpisode(e, prompt, mode) {
   const facts = [
     ["reward", fmt(e.reward)],
-    ["step", e.step ?? "–"],
+    ...(e.step === null || e.step === undefined ? [] : [["step", e.step]]),
     ["turns", e.num_turns ?? "–"],
     ["parse failures", e.parse_failures ?? "–"],
   ].map(([k, v]) => `<span class="fact">${k} <b>${esc(v)}</b></span>`).join("");

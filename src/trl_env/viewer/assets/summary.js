@@ -47,7 +47,7 @@ function summaryCards(eps) {
     card("Mean reward", fmt(mean(rewards)), rewards.length ? extent(rewards).map((r) => fmt(r, 2)).join(" … ") : "") +
     card("Mean turns", fmt(eps.length ? turns / eps.length : null, 2), `${turns.toLocaleString()} turns`) +
     card("Parse failures", failures.toLocaleString(), `in ${failed} episode${failed === 1 ? "" : "s"}`) +
-    card("Env errors", errors.toLocaleString(), errors ? `${fmt((100 * errors) / eps.length, 1)}% of episodes` : "none") +
+    card("Env errors", errors.toLocaleString(), errors ? `${fmt((100 * errors) / eps.length, 1)}% of all` : "none") +
     "</div>";
 }
 
@@ -90,7 +90,7 @@ function stepChart(eps) {
   svg += line(success, 0, 1, "#16a34a", true) + line(reward, lo, hi, "#2563eb", false) + "</svg>";
   const key = '<span class="key"><span class="swatch" style="background:#2563eb"></span>mean reward</span>' +
     (success.length ? '<span class="key"><span class="swatch" style="background:#16a34a"></span>success rate</span>' : "");
-  return `<figure class="chart wide"><figcaption>Reward and success by training step ${key}</figcaption>${svg}</figure>`;
+  return `<figure class="chart wide"><figcaption>Reward &amp; success by step ${key}</figcaption>${svg}</figure>`;
 }
 
 // Without training steps (an evaluation): how rewards are distributed.
