@@ -32,15 +32,20 @@ import re
 import shutil
 import tempfile
 import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import textworld
 import textworld.generator
+from jericho.jericho import UnsupportedGameWarning
 
 from trl_env.adapters.seeds import seed_index
 
+# Jericho warns on every start that it has no score/move detection for TextWorld's games;
+# TextWorld reads the score itself, so the warning says nothing about these envs.
+warnings.filterwarnings("ignore", category=UnsupportedGameWarning)
 _COMPILE_LOCK = threading.Lock()  # one compilation at a time per process (they are CPU-heavy anyway)
 _STATUS_LINE = re.compile(r"\n*>\s*(-=.*?=-\s*-?[0-9]+/[0-9]+)?\s*$", re.DOTALL)  # the prompt and status bar
 _BANNER_LINE = re.compile(r"^[\s$_|\\/<>]*$")  # the ASCII-art "TEXT WORLD" title: only these characters
@@ -123,8 +128,8 @@ class TextWorldEnv:
             commands that make sense here) to each delta.
         normalize_reward: divide the score by the maximum score.
         max_steps: the most commands in an episode.
-        max_action_chars: the action is cut to this many characters, on one line (the
-            interpreter reads one command line).
+        max_action_bytes: the action is put on one line (the interpreter reads one command line)
+            and cut to this many UTF-8 bytes (the Z-machine reads at most 198).
     """
 
     def __init__(
@@ -139,12 +144,12 @@ class TextWorldEnv:
         admissible_commands: bool = False,
         normalize_reward: bool = True,
         max_steps: int = 50,
-        max_action_chars: int = 200,
+        max_action_bytes: int = 190,
     ) -> None:
         self.options = {"nb_rooms": world_size, "nb_objects": nb_objects, "quest_length": quest_length}
         self.num_games, self.first_game_seed, self.cache_dir = num_games, first_game_seed, cache_dir
         self.admissible_commands, self.normalize_reward = admissible_commands, normalize_reward
-        self.max_steps, self.max_action_chars = max_steps, max_action_chars
+        self.max_steps, self.max_action_bytes = max_steps, max_action_bytes
         self.reward, self.alive, self.steps = 0.0, False, 0
         self.score, self.max_score, self.won = 0, 1, False
         self._game: Any = None
@@ -180,7 +185,8 @@ class TextWorldEnv:
         """Send one command; the game's answer."""
         if not self.alive or self._game is None:
             return self, "The game is over."
-        command = " ".join(action.split())[: self.max_action_chars]  # one line: newlines would be several commands
+        command = " ".join(action.split())  # one line: newlines would be several commands
+        command = command.encode("utf-8")[: self.max_action_bytes].decode("utf-8", errors="ignore")
         self.steps += 1
         state, _, _ = self._game.step(command)
         delta = self._delta(state)
@@ -210,13 +216,13 @@ def textworld_env(
     admissible_commands: bool = False,
     normalize_reward: bool = True,
     max_steps: int = 50,
-    max_action_chars: int = 200,
+    max_action_bytes: int = 190,
 ) -> Callable[[], TextWorldEnv]:
     """A factory of :class:`TextWorldEnv` (same arguments); the options are checked here.
 
     Args:
         world_size, nb_objects, quest_length, num_games, first_game_seed, cache_dir,
-            admissible_commands, normalize_reward, max_steps, max_action_chars: see :class:`TextWorldEnv`.
+            admissible_commands, normalize_reward, max_steps, max_action_bytes: see :class:`TextWorldEnv`.
 
     Returns:
         A picklable zero-argument callable returning a fresh env.
@@ -228,7 +234,7 @@ def textworld_env(
         ValueError: textworld_env: world_size must be an integer >= 1, got 0
     """
     checks = [("world_size", world_size, 1), ("nb_objects", nb_objects, 0), ("quest_length", quest_length, 1),
-              ("max_steps", max_steps, 1), ("max_action_chars", max_action_chars, 1), ("first_game_seed", first_game_seed, 0)]  # fmt: skip
+              ("max_steps", max_steps, 1), ("max_action_bytes", max_action_bytes, 1), ("first_game_seed", first_game_seed, 0)]  # fmt: skip
     if num_games is not None:
         checks.append(("num_games", num_games, 1))
     for name, value, low in checks:
@@ -245,5 +251,5 @@ def textworld_env(
         admissible_commands=admissible_commands,
         normalize_reward=normalize_reward,
         max_steps=max_steps,
-        max_action_chars=max_action_chars,
+        max_action_bytes=max_action_bytes,
     )
