@@ -5,6 +5,7 @@ Run as ``python tests/adapters/openenv_server.py PORT``; it serves on 127.0.0.1 
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -26,7 +27,12 @@ class GuessObservation(Observation):
 
 
 class GuessDigitEnvironment(Environment):
-    """Guess the digit ``seed % 10`` in at most 4 tries; reward 1.0 for the right guess, else 0.0."""
+    """Guess the digit ``seed % 10`` in at most 4 tries.
+
+    Reward per step: 1.0 for the right guess (which ends the episode), 0.25 for one off by
+    one, else 0.0. In an episode whose id starts with ``crash`` the whole server process exits
+    at the second step (a server dying mid-episode).
+    """
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
@@ -43,9 +49,13 @@ class GuessDigitEnvironment(Environment):
     def step(self, action: GuessAction, timeout_s: float | None = None, **kwargs: Any) -> GuessObservation:
         self._state.step_count += 1
         self.attempts += 1
-        right = action.message.strip() == str(self.secret)
+        if str(self._state.episode_id).startswith("crash") and self.attempts == 2:
+            os._exit(1)
+        guess = action.message.strip()
+        right = guess == str(self.secret)
+        close = guess.isdigit() and abs(int(guess) - self.secret) == 1
         text = "Right!" if right else f"No, not {action.message[:20]!r}."
-        return GuessObservation(text=text, attempts=self.attempts, reward=float(right),
+        return GuessObservation(text=text, attempts=self.attempts, reward=1.0 if right else 0.25 if close else 0.0,
                                 done=right or self.attempts >= 4)  # fmt: skip
 
     @property

@@ -135,9 +135,14 @@ class OpenEnvEnv:
         self.reward = self.reward + value if self.reward_mode == "sum" else value
         if result.done or self.steps >= self.max_steps:
             self.alive = False
-        text = self._text(result.observation or {})
-        if not self.alive:
-            self.close()
+        try:
+            text = self._text(result.observation or {})
+        except BaseException:
+            self.alive = False
+            raise
+        finally:
+            if not self.alive:
+                self.close()
         return text
 
     def reset(self, seed: str) -> tuple[OpenEnvEnv, str]:
