@@ -13,8 +13,18 @@ from trl_env.adapters import ADAPTERS
 from trl_env.adapters.seeds import resolve
 
 pytestmark = pytest.mark.filterwarnings("ignore::jericho.jericho.UnsupportedGameWarning")
-MODULES = ["trl_env.adapters", "trl_env.adapters.seeds", "trl_env.adapters.reasoning_gym",
-           "trl_env.adapters.textarena", "trl_env.adapters.textworld", "trl_env.adapters.openenv"]  # fmt: skip
+MODULES = [
+    "trl_env.adapters",
+    "trl_env.adapters.seeds",
+    "trl_env.adapters.reasoning_gym",
+    "trl_env.adapters.textarena",
+    "trl_env.adapters.textworld",
+    "trl_env.adapters.openenv",
+    "examples.adapters.reasoning_gym_example",
+    "examples.adapters.textarena_example",
+    "examples.adapters.textworld_example",
+    "examples.adapters.openenv_example",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -107,8 +107,10 @@ def test_bad_game_ids_and_seats_fail_clearly():
         textarena_env("TicTacToe-v0", opponent=random_move_opponent, player_id=2)
 
 
-@pytest.mark.parametrize("game_id", ["GuessTheNumber-v0", "Mastermind-v0", "2048-v0", "TicTacToe-v0", "ConnectFour-v0",
-                                     "KuhnPoker-v0", "Poker-v0"])
+@pytest.mark.parametrize(
+    "game_id",
+    ["GuessTheNumber-v0", "Mastermind-v0", "2048-v0", "TicTacToe-v0", "ConnectFour-v0", "KuhnPoker-v0", "Poker-v0"],
+)
 def test_check_env_passes(game_id):
     opponent = random_move_opponent if game_id in OFFLINE_TWO_PLAYER else None
     report = check_env(round_trip(textarena_env(game_id, opponent=opponent)))

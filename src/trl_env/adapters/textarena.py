@@ -138,7 +138,12 @@ class TextArenaEnv:
         max_action_chars: int = 2000,
         env_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        self.game_id, self.player_id, self.format_actions, self.max_steps = game_id, player_id, format_actions, max_steps
+        self.game_id, self.player_id, self.format_actions, self.max_steps = (
+            game_id,
+            player_id,
+            format_actions,
+            max_steps,
+        )
         self.max_action_chars = max_action_chars
         self.opponent = resolve(opponent, "textarena_env opponent") if opponent is not None else None
         self.num_players = num_players if num_players is not None else (1 if opponent is None else 2)

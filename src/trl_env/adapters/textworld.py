@@ -233,8 +233,14 @@ def textworld_env(
         ...
         ValueError: textworld_env: world_size must be an integer >= 1, got 0
     """
-    checks = [("world_size", world_size, 1), ("nb_objects", nb_objects, 0), ("quest_length", quest_length, 1),
-              ("max_steps", max_steps, 1), ("max_action_bytes", max_action_bytes, 1), ("first_game_seed", first_game_seed, 0)]  # fmt: skip
+    checks = [
+        ("world_size", world_size, 1),
+        ("nb_objects", nb_objects, 0),
+        ("quest_length", quest_length, 1),
+        ("max_steps", max_steps, 1),
+        ("max_action_bytes", max_action_bytes, 1),
+        ("first_game_seed", first_game_seed, 0),
+    ]
     if num_games is not None:
         checks.append(("num_games", num_games, 1))
     for name, value, low in checks:
