@@ -47,7 +47,6 @@ def tiny_records(model: Any, tokenizer: Any) -> list[dict[str, Any]]:
                     episode,
                     tokenizer,
                     step=step,
-                    turn_end=TURN_END,
                     success=episode.reward >= 1.0,
                     extra={"secret": int(episode.seed)},
                 )

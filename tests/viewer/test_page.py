@@ -32,7 +32,8 @@ def test_page_embeds_every_record_compactly(tmp_path, records):
         )
         assert all(abs(a - b) <= 5e-4 for a, b in zip(episode["lp"], record["logprobs"], strict=True))
         assert data["prompts"][episode["p"]] == record["prompt_text"]
-        assert episode["extra"] == {"secret": record["secret"]}  # extra keys travel to the page
+        # keys the page has no place for (env metrics, user extras) travel to its "other fields" table
+        assert episode["extra"] == {"secret": record["secret"], "metrics": record["metrics"]}
     assert len(data["prompts"]) < len(records)  # identical prompts are stored once
 
 

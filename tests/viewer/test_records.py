@@ -12,7 +12,7 @@ from trl_env.viewer import episode_record, read_records, records, token_texts
 
 SCHEMA = {
     "seed", "step", "reward", "stop_reason", "error", "num_turns", "success", "turn_rewards", "prompt_text",
-    "prompt_ids", "completion_ids", "env_mask", "logprobs", "token_texts", "segments", "turns", "parse_failures",
+    "prompt_ids", "completion_ids", "env_mask", "logprobs", "token_texts", "segments", "turns", "parse_failures", "metrics",
 }  # fmt: skip
 
 
@@ -68,7 +68,7 @@ def test_episode_record_schema_and_turn_ends(qwen3_tokenizer):
     im_end = qwen3_tokenizer.convert_tokens_to_ids("<|im_end|>")
     seen_turn_end = 0
     for episode in episodes:
-        record = episode_record(episode, qwen3_tokenizer, step=7, turn_end="<|im_end|>")
+        record = episode_record(episode, qwen3_tokenizer, step=7)
         assert set(record) == SCHEMA
         assert json.loads(json.dumps(record)) == record  # JSON-ready
         assert record["step"] == 7 and record["num_turns"] == episode.num_turns

@@ -13,6 +13,8 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -97,43 +99,11 @@ def _from_prefixes(ids: list[int], tokenizer: Any, full: str) -> list[str]:
     return texts
 
 
-def segment_sources(episode: Episode, tokenizer: Any, turn_end: str | None = None) -> list[str]:
-    """``"model"``, ``"env"`` or ``"turn_end"`` for each of the episode's segments.
-
-    A ``"turn_end"`` segment is the end-of-turn token the engine appended (mask 0) when the model
-    ran out of its turn's token budget: a one-token env segment right after a model segment
-    whose text is ``turn_end`` (or, when ``turn_end`` is None, one of the tokenizer's special tokens).
-
-    Example:
-        >>> from trl_env import Episode
-        >>> e = Episode(seed="s", prompt_ids=[1], prompt_text="")
-        >>> e.add_model_tokens([5, 6], [-0.1, -0.2], "ab"); e.add_env_tokens([2], "<|im_end|>")
-        >>> e.add_env_tokens([7, 8], "obs")
-        >>> segment_sources(e, None, turn_end="<|im_end|>")
-        ['model', 'turn_end', 'env']
-    """
-    if turn_end is not None:
-        ends = {turn_end}
-    else:
-        ends = set(getattr(tokenizer, "all_special_tokens", None) or [])
-    sources: list[str] = []
-    for index, segment in enumerate(episode.segments):
-        previous = episode.segments[index - 1] if index else None
-        if segment.from_model:
-            sources.append("model")
-        elif previous is not None and previous.from_model and segment.end - segment.start == 1 and segment.text in ends:
-            sources.append("turn_end")
-        else:
-            sources.append("env")
-    return sources
-
-
 def episode_record(
     episode: Episode,
     tokenizer: PreTrainedTokenizerBase | None,
     *,
     step: int | None = None,
-    turn_end: str | None = None,
     success: bool | None = None,
     turn_rewards: Sequence[float | None] | None = None,
     extra: dict[str, Any] | None = None,
@@ -145,10 +115,8 @@ def episode_record(
         tokenizer: the tokenizer of the episode's ids (for ``token_texts``); None only for an
             episode without completion tokens.
         step: the training step, or None (evaluation).
-        turn_end: the processor's end-of-turn string (e.g. ``"<|im_end|>"``), to mark the
-            end-of-turn tokens the engine added; None: any special token of ``tokenizer``.
-        success: whether the episode solved its task, if known.
-        turn_rewards: one reward (or None) per turn, if known.
+        success: whether the episode solved its task; default: the env's ``success`` metric, if any.
+        turn_rewards: one reward (or None) per turn; default: the turns' own rewards.
         extra: more keys (env metrics, ...) merged into the record; they may not replace the
             record's own keys.
 
@@ -169,12 +137,15 @@ def episode_record(
         raise ValueError(f"episode {episode.seed!r}: {len(turn_rewards)} turn_rewards for {episode.num_turns} turns")
     if episode.completion_ids and tokenizer is None:
         raise ValueError(f"episode {episode.seed!r}: a tokenizer is needed to decode its completion tokens")
-    sources = segment_sources(episode, tokenizer, turn_end)
+    if turn_rewards is None:
+        turn_rewards = [turn.reward for turn in episode.turns]
+    if success is None and episode.metrics is not None and "success" in episode.metrics:
+        success = bool(episode.metrics["success"])
     record: dict[str, Any] = {
         "seed": episode.seed,
         "step": step,
         "reward": episode.reward,
-        "stop_reason": episode.stop_reason,
+        "stop_reason": str(episode.stop_reason),
         "error": episode.error,
         "num_turns": episode.num_turns,
         "success": success,
@@ -186,10 +157,10 @@ def episode_record(
         "logprobs": [float(x) for x in episode.logprobs],
         "token_texts": token_texts(episode.completion_ids, tokenizer) if episode.completion_ids else [],
         "segments": [
-            {"start": s.start, "end": s.end, "source": source, "text": s.text}
-            for s, source in zip(episode.segments, sources, strict=True)
+            {"start": s.start, "end": s.end, "source": str(s.kind), "text": s.text} for s in episode.segments
         ],
-        "turns": [dict(vars(turn)) for turn in episode.turns],
+        "turns": [{**dataclasses.asdict(turn), "span": list(turn.span)} for turn in episode.turns],
+        "metrics": episode.metrics,
         "parse_failures": episode.parse_failures,
     }
     for key, value in (extra or {}).items():
