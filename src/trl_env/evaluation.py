@@ -36,6 +36,7 @@ from trl_env.engine.config import RolloutConfig
 from trl_env.engine.rollout import RolloutEngine
 from trl_env.generation.kv_cache import EpisodeCacheGenerator
 from trl_env.generation.local_model import autocast_context, stop_token_ids
+from trl_env.viewer.records import episode_record
 
 
 def _ratio(numerator: float, denominator: float) -> float:
@@ -192,7 +193,9 @@ def evaluate(
         for first in range(0, len(seeds), max(1, batch_size)):
             batch = list(seeds[first : first + max(1, batch_size)])
             for index, episode in enumerate(engine.run(env_factory, batch)):
-                records.append({"index": first + index, **episode.transcript()})
+                # the transcript plus the tokens, mask and logprobs, so that `trl-env view` shows them
+                record = {**episode.transcript(), **episode_record(episode, tokenizer), "index": first + index}
+                records.append(record)
             bar.update(len(batch))
     finally:
         bar.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections import Counter
 
 import pytest
@@ -15,6 +16,9 @@ from tests.viewer.browser import have_chromium, start_chromium
 from tests.viewer.conftest import many
 from trl_env.viewer import write_page
 
+# `make test` installs chromium and sets TRL_ENV_REQUIRE_BROWSER=1: there a missing browser fails, never skips
+if os.environ.get("TRL_ENV_REQUIRE_BROWSER") == "1" and not have_chromium():
+    raise RuntimeError("TRL_ENV_REQUIRE_BROWSER=1 but /usr/bin/chromium or /usr/bin/chromedriver is missing")
 pytestmark = pytest.mark.skipif(
     not have_chromium(), reason="needs Debian's chromium and chromedriver: apt-get install chromium chromium-driver"
 )

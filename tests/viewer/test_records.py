@@ -12,7 +12,8 @@ from trl_env.viewer import episode_record, read_records, records, token_texts
 
 SCHEMA = {
     "seed", "step", "reward", "stop_reason", "error", "num_turns", "success", "turn_rewards", "prompt_text",
-    "prompt_ids", "completion_ids", "env_mask", "logprobs", "token_texts", "segments", "turns", "parse_failures", "metrics",
+    "prompt_ids", "completion_ids", "env_mask", "logprobs", "token_texts", "segments", "turns", "parse_failures",
+    "metrics",
 }  # fmt: skip
 
 

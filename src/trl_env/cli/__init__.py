@@ -14,10 +14,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from trl_env.cli import check, check_env, eval, train
+from trl_env.cli import check, check_env, eval, train, view
 from trl_env.cli.arguments import UsageError
 
-SUBCOMMANDS = [check, check_env, eval, train]
+SUBCOMMANDS = [check, check_env, eval, train, view]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -55,6 +55,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--beta", type=float, default=0.0, help="KL coefficient (default 0: no reference model)")
     parser.add_argument("--report-to", default="none", help="TRL/transformers report_to (default none)")
     parser.add_argument("--output-dir", default="outputs/train", help="where the merged model and logs go")
+    parser.add_argument(
+        "--transcripts-every",
+        type=int,
+        default=None,
+        help="record every N-th step's episodes to OUTPUT_DIR/transcripts.jsonl (see trl-env view)",
+    )
+    parser.add_argument(
+        "--transcripts-per-step", type=int, default=4, help="episodes recorded per recorded step (default 4; 0: all)"
+    )
     parser.set_defaults(run=run, max_completion_tokens=1024)
 
 

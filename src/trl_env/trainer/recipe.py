@@ -42,6 +42,8 @@ class TrainSettings:
     logging_steps: int = 1
     bf16: bool = False
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    transcripts_every: int | None = None  # record every N-th step's episodes (trl-env view)
+    transcripts_per_step: int | None = 4
     extra_args: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -158,7 +160,14 @@ def build_trainer(
         stop_token_ids=stop_token_ids(model, tokenizer, processor),
         model_context=autocast_context(model, torch.bfloat16 if settings.bf16 else None),
     )
-    rollout_func = make_rollout_func(env_factory, processor, config=settings.rollout, generator=generator)
+    rollout_func = make_rollout_func(
+        env_factory,
+        processor,
+        config=settings.rollout,
+        generator=generator,
+        transcripts_every=settings.transcripts_every,
+        transcripts_per_step=settings.transcripts_per_step,
+    )
     all_callbacks = list(callbacks)
     if settings.max_minutes is not None:
         all_callbacks.append(TimeLimit(settings.max_minutes))

@@ -28,6 +28,7 @@ from trl_env.engine.rollout import RolloutEngine
 from trl_env.episode import Episode
 from trl_env.generation.kv_cache import EpisodeCacheGenerator
 from trl_env.trainer.metrics import log_episode_metrics
+from trl_env.trainer.transcripts import TranscriptRecorder
 from trl_env.trainer.trl_compat import (
     enable_vllm_cpu_weight_sync,
     model_for_generation,
@@ -110,6 +111,8 @@ def make_rollout_func(
     generator: Generator | None = None,
     allow_non_additive: bool = False,
     progress: bool = False,
+    transcripts_every: int | None = None,
+    transcripts_per_step: int | None = 4,
     **settings: Any,
 ) -> Callable[[list[Any], Any], dict[str, list[Any]]]:
     """Build a TRL ``rollout_func`` that plays one episode per prompt.
@@ -124,6 +127,9 @@ def make_rollout_func(
             :class:`EpisodeCacheGenerator` on its model).
         allow_non_additive: train even when the processor fails :func:`~trl_env.chat.additivity.check_additivity`.
         progress: show a progress bar over turns.
+        transcripts_every: record the episodes of every N-th step to ``OUTPUT_DIR/transcripts*.jsonl``
+            (:class:`~trl_env.trainer.transcripts.TranscriptRecorder`; open with ``trl-env view``); None: off.
+        transcripts_per_step: episodes recorded per recorded step; None for all.
 
     Returns:
         ``rollout_func(prompts, trainer)`` for ``GRPOTrainer(rollout_func=...)``.
@@ -140,7 +146,7 @@ def make_rollout_func(
     base_config = RolloutConfig.from_kwargs(config, **settings)
     # One engine, for the latest trainer only, held with a weak reference: a rollout_func reused across
     # trainers never keeps an old trainer (and its model) alive, and ids of dead trainers are never confused.
-    current: dict[str, Any] = {"trainer": None, "engine": None}
+    current: dict[str, Any] = {"trainer": None, "engine": None, "recorder": None}
 
     def build(trainer: Any) -> RolloutEngine:
         tokenizer = trainer_tokenizer(trainer)
@@ -178,9 +184,21 @@ def make_rollout_func(
                 current["engine"].close()
             current["engine"] = build(trainer)
             current["trainer"] = weakref.ref(trainer)
+            if current["recorder"] is not None:
+                current["recorder"].close()
+            if transcripts_every is not None:
+                current["recorder"] = TranscriptRecorder(
+                    trainer.args.output_dir,
+                    current["engine"].tokenizer,
+                    every=transcripts_every,
+                    per_step=transcripts_per_step,
+                    process_index=trainer.accelerator.process_index,
+                )
         engine: RolloutEngine = current["engine"]
         episodes = engine.run(env_factory, [prompt_to_seed(p) for p in prompts], progress=progress)
         log_episode_metrics(trainer, episodes)
+        if current["recorder"] is not None:
+            current["recorder"].record(trainer.state.global_step, episodes)
         return episodes_to_batch(episodes, engine.encoder.turn_end_id)
 
     return rollout_func

@@ -14,7 +14,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -156,9 +155,7 @@ def episode_record(
         "env_mask": list(episode.env_mask),
         "logprobs": [float(x) for x in episode.logprobs],
         "token_texts": token_texts(episode.completion_ids, tokenizer) if episode.completion_ids else [],
-        "segments": [
-            {"start": s.start, "end": s.end, "source": str(s.kind), "text": s.text} for s in episode.segments
-        ],
+        "segments": [{"start": s.start, "end": s.end, "source": str(s.kind), "text": s.text} for s in episode.segments],
         "turns": [{**dataclasses.asdict(turn), "span": list(turn.span)} for turn in episode.turns],
         "metrics": episode.metrics,
         "parse_failures": episode.parse_failures,
