@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import doctest
 import functools
+import gc
+import importlib
 import os
 import signal
 import subprocess
@@ -63,7 +66,7 @@ def test_healthy_episodes_queued_behind_hung_ones_are_not_blamed(mode):
     with EnvPool(Hostile, isolation=mode, workers=2, timeout=1.0) as pool, ThreadPoolExecutor(6) as episodes:
         # each episode: reset, a 0.3 s step, release; the last ones wait ~1.5 s for a worker, uncharged
         results = list(episodes.map(lambda seed: run(pool, seed, "sleep:0.3"), seeds))
-    assert [fault.kind for fault, in results[:2]] == ["timeout", "timeout"]
+    assert [fault.kind for (fault,) in results[:2]] == ["timeout", "timeout"]
     assert all(type(result) is EnvReply for episode in results[2:] for result in episode)
     assert [len(episode) for episode in results[2:]] == [2] * 4
 
@@ -186,6 +189,33 @@ def test_unpicklable_factories_are_refused_at_construction():
     with pytest.raises(TypeError, match=r"Local.*define it .* at module level"):
         EnvPool(Local, isolation="process")
     EnvPool(Local, isolation="thread").close()  # threads take anything
+
+
+def test_a_forgotten_pool_is_closed_when_garbage_collected():
+    pool = EnvPool(Hostile, isolation="process", workers=1, timeout=None)
+    slot, _ = pool.reset("hang")
+    while pool._state.workers[0].backend is None:
+        time.sleep(0.01)
+    process = pool._state.workers[0].backend.process
+    del pool, slot
+    gc.collect()
+    process.join(5.0)
+    assert process.exitcode == -signal.SIGKILL
+
+
+def test_slots_of_other_pools_or_released_ones_are_refused():
+    with EnvPool(Plain, isolation="thread") as pool, EnvPool(Plain, isolation="thread") as other:
+        slot, _ = pool.reset("a")
+        with pytest.raises(ValueError, match="not a slot of this EnvPool"):
+            other.step(slot, "x")
+        pool.release(slot)
+        with pytest.raises(ValueError, match="was released"):
+            pool.step(slot, "x")
+
+
+@pytest.mark.parametrize("module", ["env_worker", "env_types", "env_backends", "env_pool"])
+def test_docstring_examples(module):
+    assert doctest.testmod(importlib.import_module(f"trl_env.rollout.{module}")).failed == 0
 
 
 def test_close_cancels_pending_calls_and_is_idempotent():

@@ -90,10 +90,13 @@ class ThreadBackend:
         except queue.Empty:
             pass
 
-    def kill(self) -> None:
+    def kill(self, *, reap: bool = True) -> None:
         """Abandon the thread: it stops after its current call, if that ever returns."""
         self._requests.put(None)
         self._replies.put(_KILLED)  # wakes a driver still waiting in call()
+
+    def reap(self) -> None:
+        """Nothing to wait for: an abandoned thread is a daemon."""
 
 
 class ProcessBackend:
@@ -148,10 +151,15 @@ class ProcessBackend:
         """Wait until ``deadline`` (``time.monotonic()``) at most for :meth:`begin_shutdown` to finish."""
         wait([self._conn, self.process.sentinel], max(0.0, deadline - time.monotonic()))
 
-    def kill(self) -> None:
-        """SIGKILL the child (no-op when it is gone) and reap it."""
+    def kill(self, *, reap: bool = True) -> None:
+        """SIGKILL the child (no-op when it is gone) and, unless ``reap=False``, wait for it."""
         if self.process.exitcode is None:
             self.process.kill()
+        if reap:
+            self.reap()
+
+    def reap(self) -> None:
+        """Wait (2 s at most) for the killed child to be gone and free the pipe."""
         self.process.join(2.0)
         self._conn.close()
 

@@ -48,8 +48,8 @@ from typing import Any, Literal
 
 from trl_env.core import Env
 from trl_env.rollout.env_backends import ProcessBackend, ThreadBackend, main_is_importable
-from trl_env.rollout.env_worker import describe
 from trl_env.rollout.env_types import EnvContractError, EnvFault, EnvReply
+from trl_env.rollout.env_worker import describe
 from trl_env.rollout.pool_state import PoolState, Task
 
 __all__ = ["EnvContractError", "EnvFault", "EnvPool", "EnvReply", "EnvSlot", "Isolation"]
@@ -151,9 +151,10 @@ class EnvPool:
 
         Both run in the worker after the slot's earlier calls, whatever they returned; with ``reuse_envs``
         ``close()`` waits for :meth:`close` and the env stays for the worker's next episode. After a timeout
-        or a crash the env is gone, so ``close()`` could not run: the future is None at once. A slot still
-        queued for a worker is dropped (its reset future is cancelled). A failing ``metrics()``/``close()``
-        is logged and gives None.
+        or a crash the env is gone, so ``close()`` could not run and the future is None at once (process: the
+        env died with its worker; thread: the abandoned thread calls ``close()`` if the hung call ever returns).
+        A slot still queued for a worker is dropped (its reset future is cancelled). A failing
+        ``metrics()``/``close()`` is logged and gives None.
 
         Returns:
             A future of ``metrics()``'s ``dict[str, float]``, or None (no ``metrics()``, or env lost).

@@ -140,20 +140,23 @@ class PoolState:
                 return
             self.closed = True
             futures, self.outstanding = self.outstanding, set()
+            backends = [worker.backend for worker in self.workers if worker.backend is not None]
             idle = [worker.backend for worker in self.workers if not worker.busy and worker.backend is not None]
+            for worker in self.workers:
+                worker.backend = None
+                worker.tasks.put(None)  # its driver stops
         _LIVE.discard(self)
         for future in futures:
             future.cancel()
-        for backend in idle:
-            backend.begin_shutdown()
+        for backend in backends:  # busy ones die now, idle ones get CLOSE_GRACE_S to close() their env
+            backend.begin_shutdown() if backend in idle else backend.kill(reap=False)
         deadline = time.monotonic() + CLOSE_GRACE_S
         for backend in idle:
             backend.finish_shutdown(deadline)
-        for worker in self.workers:
-            backend, worker.backend = worker.backend, None
-            if backend is not None:
-                backend.kill()
-            worker.tasks.put(None)
+        for backend in backends:
+            backend.kill(reap=False)
+        for backend in backends:
+            backend.reap()
 
 
 class _Worker:
@@ -212,7 +215,8 @@ class _Worker:
         backend, self.backend = self.backend, None
         if backend is not None:
             backend.kill()
-        task.slot._fault = fault
+        with self.pool.lock:
+            task.slot._fault = fault  # before unbind(): a later step() on the slot answers with it at once
         self.pool.resolve(task.future, None if task.op == "release" else fault)
         self.pool.unbind(self)
 
