@@ -10,6 +10,9 @@ Process workers start with the ``forkserver`` method: the server process imports
 single-threaded, and every worker is forked from it in milliseconds. ``spawn`` would re-import
 trl-env (torch, transformers: seconds) in every worker, and ``fork`` copies a parent whose torch
 and driver threads may hold locks at the moment of the fork (see benchmarks/env_isolation.py).
+As with any multiprocessing start method but fork, each worker re-imports the main script (as
+``__mp_main__``; Python 3.11's forkserver does not preload it), so a script needs the usual
+``if __name__ == "__main__":`` guard, and its top-level imports are paid per worker start.
 
 Example:
     >>> class Echo:

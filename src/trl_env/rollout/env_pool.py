@@ -11,8 +11,11 @@ A broken protocol (wrong return types) is a bug in the env and arrives as the fu
   abandoned (thread) and replaced, so the pool keeps its size and other slots go on.
 - ``isolation="process"`` (default) runs untrusted env code in child processes: a hang, a
   segfault or ``os._exit`` cannot take the trainer down, and a hung call's worker is really
-  killed. The cost is ~100 µs per call and a picklable factory; measured in
-  benchmarks/env_isolation.py. ``"thread"`` is cheaper per call but a hung thread runs on forever.
+  killed. The cost: ~85 µs per call against ~40 µs for threads on an instant env (2 shared cores;
+  noise up to 3x), nothing next to a model's turn; ~15 ms per worker start (forked from a forkserver
+  that imports trl-env once, ~4 s, not charged to any deadline); and a picklable factory. Figures
+  from benchmarks/env_isolation.py. ``"thread"`` takes any factory, but a hung thread runs on forever
+  and a segfault or ``os._exit`` in env code kills the trainer.
 - Nothing outlives the pool: workers are daemon threads or killed child processes, and
   :meth:`EnvPool.close` runs on garbage collection and at interpreter exit.
 
