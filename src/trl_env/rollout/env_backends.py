@@ -1,0 +1,192 @@
+"""The parent's handle on one worker: a daemon thread or a child process that hosts an env.
+
+Both backends run one call at a time: :meth:`call` sends it, waits at most ``timeout`` seconds
+(the deadline starts here, when the worker starts the call) and returns the worker's outcome
+tuple (see :mod:`trl_env.rollout.env_worker`) or raises :class:`WorkerLost` on a timeout or a
+dead process. :meth:`kill` ends the worker (SIGKILL) or abandons it (a thread cannot be killed:
+it exits if its call ever returns).
+
+Process workers start with the ``forkserver`` method: the server process imports trl-env once,
+single-threaded, and every worker is forked from it in milliseconds. ``spawn`` would re-import
+trl-env (torch, transformers: seconds) in every worker, and ``fork`` copies a parent whose torch
+and driver threads may hold locks at the moment of the fork (see benchmarks/env_isolation.py).
+As with any multiprocessing start method but fork, each worker re-imports the main script (as
+``__mp_main__``; Python 3.11's forkserver does not preload it), so a script needs the usual
+``if __name__ == "__main__":`` guard, and its top-level imports are paid per worker start.
+
+Example:
+    >>> class Echo:
+    ...     reward, alive = 0.0, True
+    ...     def reset(self, seed):
+    ...         return self, seed
+    ...     def step(self, action):
+    ...         return self, action
+    >>> worker = ThreadBackend(Echo, reuse=False)
+    >>> worker.call("reset", "hi", timeout=5.0)
+    ('reply', 'hi', 0.0, True)
+    >>> worker.kill()
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.util  # noqa: F401  (its atexit hook must be registered before the pool's)
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from multiprocessing.connection import wait
+from typing import Any
+
+from trl_env.rollout.env_worker import EnvHost, Outcome, child_main, thread_main
+
+START_METHOD = "forkserver"
+_KILLED = ("killed",)
+
+
+class WorkerLost(Exception):
+    """The worker did not answer: ``kind`` is ``"timeout"`` or ``"crash"``."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind, self.message = kind, message
+
+
+class ThreadBackend:
+    """A daemon thread hosting one env.
+
+    Args:
+        factory: builds the env inside the thread.
+        reuse: keep the env between episodes (see :class:`~trl_env.rollout.env_worker.EnvHost`).
+    """
+
+    def __init__(self, factory: Callable[[], Any], *, reuse: bool) -> None:
+        self._requests: queue.SimpleQueue = queue.SimpleQueue()
+        self._replies: queue.SimpleQueue = queue.SimpleQueue()
+        host = EnvHost(factory, reuse=reuse)
+        threading.Thread(
+            target=thread_main, args=(host, self._requests, self._replies), daemon=True, name="trl-env-worker"
+        ).start()
+
+    def call(self, op: str, arg: str, timeout: float | None) -> Outcome:
+        """Run ``op`` in the thread; raise :class:`WorkerLost` after ``timeout`` seconds."""
+        self._requests.put((op, arg))
+        try:
+            outcome = self._replies.get(timeout=timeout)
+        except queue.Empty:
+            raise WorkerLost("timeout", f"{op} took longer than {float(timeout or 0)} s") from None
+        if outcome is _KILLED:
+            raise WorkerLost("crash", "worker was stopped")
+        return outcome
+
+    def begin_shutdown(self) -> None:
+        """Ask an idle worker to close its env (``close()``) and stop."""
+        self._requests.put(("shutdown", ""))
+
+    def finish_shutdown(self, deadline: float) -> None:
+        """Wait until ``deadline`` (``time.monotonic()``) at most for :meth:`begin_shutdown` to finish."""
+        try:
+            self._replies.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            pass
+
+    def kill(self, *, reap: bool = True) -> None:
+        """Abandon the thread: it stops after its current call, if that ever returns."""
+        self._requests.put(None)
+        self._replies.put(_KILLED)  # wakes a driver still waiting in call()
+
+    def reap(self) -> None:
+        """Nothing to wait for: an abandoned thread is a daemon."""
+
+
+class ProcessBackend:
+    """A child process hosting one env; the factory travels pickled.
+
+    Args:
+        factory_bytes: ``pickle.dumps(env_factory)``.
+        reuse: keep the env between episodes.
+        context: the multiprocessing context (default: :func:`process_context`).
+    """
+
+    def __init__(self, factory_bytes: bytes, *, reuse: bool, context: Any = None) -> None:
+        context = context or process_context()
+        self._conn, child_conn = context.Pipe()
+        # daemon=False: envs may start processes of their own; the pool kills this one at close or exit
+        self.process = context.Process(
+            target=child_main, args=(child_conn, factory_bytes, reuse), daemon=False, name="trl-env-worker"
+        )
+        self.process.start()
+        child_conn.close()  # so that the pipe reads EOF when the child dies
+
+    def call(self, op: str, arg: str, timeout: float | None) -> Outcome:
+        """Run ``op`` in the child; raise :class:`WorkerLost` after ``timeout`` s or when the child dies."""
+        try:
+            self._conn.send((op, arg))
+        except OSError:
+            raise self._died(op) from None
+        ready = wait([self._conn, self.process.sentinel], timeout)
+        if not ready:
+            raise WorkerLost("timeout", f"{op} took longer than {float(timeout or 0)} s")
+        if self._conn in ready:
+            try:
+                return self._conn.recv()
+            except (EOFError, OSError):
+                pass
+        raise self._died(op)
+
+    def _died(self, op: str) -> WorkerLost:
+        self.process.join(1.0)
+        code = self.process.exitcode
+        name = f" ({signal.Signals(-code).name})" if code is not None and -code in signal.valid_signals() else ""
+        return WorkerLost("crash", f"worker died with exit code {code}{name} during {op}")
+
+    def begin_shutdown(self) -> None:
+        """Ask an idle worker to close its env (``close()``) and exit."""
+        try:
+            self._conn.send(("shutdown", ""))
+        except OSError:
+            pass
+
+    def finish_shutdown(self, deadline: float) -> None:
+        """Wait until ``deadline`` (``time.monotonic()``) at most for :meth:`begin_shutdown` to finish."""
+        wait([self._conn, self.process.sentinel], max(0.0, deadline - time.monotonic()))
+
+    def kill(self, *, reap: bool = True) -> None:
+        """SIGKILL the child (no-op when it is gone) and, unless ``reap=False``, wait for it."""
+        if self.process.exitcode is None:
+            self.process.kill()
+        if reap:
+            self.reap()
+
+    def reap(self) -> None:
+        """Wait (2 s at most) for the killed child to be gone and free the pipe."""
+        self.process.join(2.0)
+        self._conn.close()
+
+
+def process_context(method: str = START_METHOD) -> Any:
+    """The multiprocessing context for workers; for forkserver, preload trl-env in the server once.
+
+    Example:
+        >>> process_context().get_start_method()
+        'forkserver'
+    """
+    context = multiprocessing.get_context(method)
+    if method == "forkserver":
+        from multiprocessing import forkserver
+
+        server = forkserver._forkserver  # private, but the only way to extend (not replace) the preload list
+        if getattr(server, "_forkserver_pid", 1) is None:  # not started yet: the list still matters
+            modules = list(getattr(server, "_preload_modules", ["__main__"]))
+            if __name__ not in modules:
+                context.set_forkserver_preload([*modules, __name__])
+    return context
+
+
+def main_is_importable() -> bool:
+    """Whether a child can import ``__main__`` (False for ``python -c``, stdin, a REPL or a notebook)."""
+    path = getattr(sys.modules.get("__main__"), "__file__", None)
+    return bool(path) and os.path.exists(path)

@@ -1,0 +1,277 @@
+"""The worker side of the env pool: one env, its calls, and the checks on what they return.
+
+:class:`EnvHost` holds one worker's env and turns every call into a plain, picklable *outcome*
+tuple, so the same code serves a daemon thread (thread isolation) and a child process
+(process isolation, see :func:`child_main`):
+
+- ``("reply", delta, reward, alive)``: the call returned; ``reward`` is a float, ``alive`` a bool;
+- ``("fault", message)``: env code raised (any ``BaseException``, ``SystemExit`` included);
+- ``("contract", message)``: the env broke the protocol (wrong types, factory returned a non-env);
+- ``("released", metrics, warning)``: ``release`` ran ``metrics()``/``close()``; ``warning`` is
+  ``None`` or what went wrong in them.
+
+Example:
+    >>> class Coin:
+    ...     reward, alive = 0, True
+    ...     def reset(self, seed):
+    ...         return self, f"seed {seed}"
+    ...     def step(self, action):
+    ...         self.reward, self.alive = 1, False
+    ...         return self, "done"
+    >>> host = EnvHost(Coin, reuse=False)
+    >>> host.handle("reset", "7")
+    ('reply', 'seed 7', 0.0, True)
+    >>> host.handle("step", "heads")
+    ('reply', 'done', 1.0, False)
+    >>> host.handle("release", "")
+    ('released', None, None)
+    >>> host.handle("step", "again")[0]
+    'contract'
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import pickle
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any
+
+Outcome = tuple[Any, ...]
+
+
+def to_reward(value: object) -> float | None:
+    """``value`` as a finite float, or None when it is not one (bools are not rewards).
+
+    Accepts int/float/``numbers.Real``, numpy scalars and 0-d numpy arrays / torch tensors.
+
+    Example:
+        >>> import numpy as np
+        >>> to_reward(np.float32(0.5)), to_reward(3), to_reward(True), to_reward(float("nan"))
+        (0.5, 3.0, None, None)
+    """
+    value = _unwrap(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def to_alive(value: object) -> bool | None:
+    """``value`` as a bool when it is a bool or a numpy/torch 0-d bool, else None.
+
+    Example:
+        >>> import numpy as np
+        >>> to_alive(np.bool_(False)), to_alive(True), to_alive(1)
+        (False, True, None)
+    """
+    value = _unwrap(value)
+    return value if isinstance(value, bool) else None
+
+
+def _unwrap(value: object) -> object:
+    """numpy scalars and 0-d arrays/tensors -> the Python scalar inside (duck-typed: no numpy/torch import)."""
+    if isinstance(value, int | float):  # also np.float64, a float subclass: nothing to unwrap
+        return value
+    item = getattr(value, "item", None)
+    if callable(item) and getattr(value, "ndim", None) == 0:
+        try:
+            return item()
+        except Exception:  # a 0-d object that cannot give its item: leave it to be rejected
+            return value
+    return value
+
+
+def describe(error: BaseException) -> str:
+    """``"ValueError: bad seed"``; the class name alone when the message is empty."""
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+class EnvHost:
+    """One worker's env: builds it with the factory, runs its calls, releases it.
+
+    Args:
+        factory: builds an env (called inside the worker, at ``reset`` when no env is kept).
+        reuse: keep the env after ``release`` and warm-``reset`` it for the next episode.
+        load_error: set when the factory could not be unpickled in this worker; every reset reports it.
+    """
+
+    def __init__(self, factory: Callable[[], Any] | None, *, reuse: bool, load_error: str | None = None) -> None:
+        self.factory, self.reuse, self.load_error = factory, reuse, load_error
+        self.env: Any = None
+        self.seed: str | None = None
+        self.in_episode = False
+
+    def handle(self, op: str, arg: str) -> Outcome:
+        """Run ``op`` ("reset", "step", "release" or "shutdown") and return its outcome tuple."""
+        if op == "reset":
+            return self._reset(arg)
+        if op == "release":
+            return self._release(close=not self.reuse)
+        if op == "shutdown":
+            return self._shutdown()
+        if op == "step":
+            if not self.in_episode or self.env is None:
+                return ("contract", f"step({arg!r}) with no env: reset() did not build one or the slot was released")
+            return self._call(self.env, "step", arg)
+        raise ValueError(f"unknown env-worker operation {op!r}")
+
+    def _reset(self, seed: str) -> Outcome:
+        self.seed, self.in_episode = seed, True
+        if self.load_error is not None:
+            return ("fault", self.load_error)
+        if self.env is None:
+            try:
+                env = self.factory()  # type: ignore[misc]
+            except BaseException as error:  # the env's own code: SystemExit/KeyboardInterrupt too
+                return ("fault", f"env_factory raised {describe(error)}")
+            missing = [name for name in ("reset", "step") if not callable(getattr(env, name, None))]
+            if missing:
+                name = getattr(self.factory, "__qualname__", repr(self.factory))
+                return (
+                    "contract",
+                    f"env_factory {name} returned {type(env).__name__}, which has no {'()/'.join(missing)}() "
+                    f"method (seed={seed!r}); it must return an env with reset(seed) and step(action)",
+                )
+            self.env = env
+        return self._call(self.env, "reset", seed)
+
+    def _call(self, env: Any, method: str, arg: str) -> Outcome:
+        try:
+            result = getattr(env, method)(arg)
+        except BaseException as error:
+            return ("fault", describe(error))
+        return self._accept(env, result, method)
+
+    def _accept(self, env: Any, result: Any, method: str) -> Outcome:
+        """Check ``(env, delta)`` and the returned env's reward/alive; keep the returned env."""
+        where = f"{type(env).__name__}.{method}(seed={self.seed!r})"
+        if not (isinstance(result, tuple) and len(result) == 2):
+            return ("contract", f"{where} returned {type(result).__name__}, expected a tuple (env, delta)")
+        new_env, delta = result
+        if not isinstance(delta, str):
+            return ("contract", f"{where} returned a 2-tuple whose delta is {type(delta).__name__}, expected str")
+        if not callable(getattr(new_env, "step", None)):
+            return ("contract", f"{where} returned an env of type {type(new_env).__name__} with no step() method")
+        name = f"{type(new_env).__name__}.reward after {method}(seed={self.seed!r})"
+        raw_reward = getattr(new_env, "reward", None)
+        reward = to_reward(raw_reward)
+        if reward is None:
+            return ("contract", f"{name} is {raw_reward!r}, expected a finite float")
+        raw_alive = getattr(new_env, "alive", None)
+        alive = to_alive(raw_alive)
+        if alive is None:
+            return ("contract", f"{name.replace('.reward', '.alive')} is {raw_alive!r}, expected a bool")
+        self.env = new_env
+        return ("reply", delta, reward, alive)
+
+    def _shutdown(self) -> Outcome:
+        """The pool is closing (or this worker was abandoned): ``close()`` the env, if any, without metrics."""
+        env, self.env, self.in_episode = self.env, None, False
+        close_method = getattr(env, "close", None)
+        if callable(close_method):
+            try:
+                close_method()
+            except BaseException as error:
+                return ("released", None, f"{type(env).__name__}.close() raised {describe(error)}")
+        return ("released", None, None)
+
+    def _release(self, *, close: bool) -> Outcome:
+        """``metrics()`` then (unless the env is kept) ``close()``; both optional, both always tried."""
+        env, self.in_episode = self.env, False
+        if env is None:
+            return ("released", None, None)
+        where = f"{type(env).__name__}.%s (seed={self.seed!r})"
+        metrics, contract, problem = None, None, None
+        metrics_method = getattr(env, "metrics", None)
+        if callable(metrics_method):
+            try:
+                metrics, contract = _check_metrics(metrics_method(), where % "metrics()")
+            except BaseException as error:
+                problem = f"{where % 'metrics()'} raised {describe(error)}"
+        if close:
+            self.env = None
+            close_method = getattr(env, "close", None)
+            if callable(close_method):
+                try:
+                    close_method()
+                except BaseException as error:
+                    problem = f"{where % 'close()'} raised {describe(error)}"
+        if contract is not None:
+            return ("contract", contract)
+        return ("released", metrics, problem)
+
+
+def _check_metrics(raw: object, where: str) -> tuple[dict[str, float] | None, str | None]:
+    """A ``metrics()`` result as ``(dict[str, float] | None, None)``, or ``(None, contract-error message)``."""
+    if raw is None:
+        return None, None
+    if not isinstance(raw, dict):
+        return None, f"{where} returned {type(raw).__name__}, expected dict[str, float] or None"
+    metrics = {}
+    for key, value in raw.items():
+        number = to_reward(value)
+        if not isinstance(key, str) or number is None:
+            return None, f"{where} returned {{{key!r}: {value!r}}}, expected str keys and finite floats"
+        metrics[key] = number
+    return metrics, None
+
+
+def thread_main(host: EnvHost, requests: Any, replies: Any) -> None:
+    """A thread worker's loop: ``(op, arg)`` requests in, outcomes out.
+
+    ``None`` means the pool abandoned this thread (its call timed out): once that call returns, if
+    ever, the env is closed, since no one else can close it.
+    """
+    while (request := requests.get()) is not None:
+        replies.put(host.handle(*request))
+        if request[0] == "shutdown":
+            return
+    host.handle("shutdown", "")
+
+
+def child_main(conn: Any, factory_bytes: bytes, reuse: bool) -> None:
+    """A process worker's loop (the ``multiprocessing`` target): like :func:`thread_main` over a pipe.
+
+    Ignores SIGINT (a Ctrl-C stops the parent, which then kills this process) and dies with its
+    parent even while an env call hangs.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+    try:
+        host = EnvHost(pickle.loads(factory_bytes), reuse=reuse)
+    except BaseException as error:
+        host = EnvHost(None, reuse=reuse, load_error=f"could not load env_factory in the worker: {describe(error)}")
+    while True:
+        try:
+            op, arg = conn.recv()
+        except (EOFError, OSError):  # the parent closed the pipe or died
+            return
+        conn.send(host.handle(op, arg))
+        if op == "shutdown":
+            return
+
+
+def _die_with_parent() -> None:
+    """Exit when the parent process dies, even if an env call never returns.
+
+    A watchdog thread waits on the parent's sentinel; on Linux ``PR_SET_PDEATHSIG`` also kills this
+    process when its forking parent (the forkserver, which exits with the pool's process) goes away.
+    """
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    parent = multiprocessing.parent_process()
+    if parent is not None and parent.sentinel is not None:
+        sentinel = parent.sentinel
+        threading.Thread(target=lambda: (wait([sentinel]), os._exit(0)), daemon=True).start()
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except Exception:  # not Linux: the watchdog thread alone
+        pass

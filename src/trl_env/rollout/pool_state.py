@@ -1,0 +1,254 @@
+"""The env pool's bookkeeping: slots bound to workers, a queue of slots waiting, one driver thread per worker.
+
+Each worker has a daemon *driver* thread that takes its slot's calls in order and runs them one
+at a time on its backend (thread or process), so a call's deadline starts when the worker starts
+it. A lost worker (timeout, crash) is dropped and a fresh backend starts for the next call; the
+lost slot is unbound at once so that a queued slot can take the worker.
+
+The public face is :class:`trl_env.rollout.env_pool.EnvPool`; this module holds no env code.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import queue
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, InvalidStateError
+from dataclasses import dataclass
+from typing import Any
+
+from trl_env.rollout.env_backends import WorkerLost
+from trl_env.rollout.env_types import EnvContractError, EnvFault, reply
+
+logger = logging.getLogger("trl_env.rollout.env_pool")
+CLOSE_GRACE_S = 1.0  # how long close() lets idle workers run their envs' close()
+_LIVE: weakref.WeakSet[PoolState] = weakref.WeakSet()
+_atexit_registered = False
+
+
+@dataclass
+class Task:
+    """One call on a slot: ``op`` is "reset", "step" or "release"."""
+
+    op: str
+    arg: str
+    slot: Any
+    future: Future
+
+
+class PoolState:
+    """Slots, workers and futures of one pool, without a reference back to the pool object.
+
+    Args:
+        new_backend: starts a worker backend (``ThreadBackend``/``ProcessBackend``).
+        workers: the pool size.
+        timeout: each call's deadline in seconds, or None.
+    """
+
+    def __init__(self, new_backend: Callable[[], Any], *, workers: int, timeout: float | None) -> None:
+        self.new_backend, self.timeout = new_backend, timeout
+        self.lock = threading.Lock()
+        self.closed = False
+        self.outstanding: set[Future] = set()
+        self.pending: deque[Any] = deque()
+        self.slots_made = 0
+        self.workers = [_Worker(self, index) for index in range(workers)]
+        self.free: deque[_Worker] = deque(self.workers)
+        _register(self)
+
+    def reset(self, make_slot: Callable[[int], Any], seed: str) -> tuple[Any, Future]:
+        """A new slot whose first call is ``reset(seed)``, bound to a free worker or queued."""
+        with self.lock:
+            if self.closed:
+                raise RuntimeError("EnvPool is closed")
+            slot = make_slot(self.slots_made)
+            self.slots_made += 1
+            future = self._future()
+            slot._backlog.append(Task("reset", seed, slot, future))
+            if self.free:
+                self._bind(self.free.popleft(), slot)
+            else:
+                self.pending.append(slot)
+        return slot, future
+
+    def submit(self, slot: Any, op: str, arg: str) -> Future:
+        """Queue ``step``/``release`` on the slot's worker (or its backlog while it waits for one)."""
+        with self.lock:
+            if op == "release":
+                slot._released = True
+            if self.closed:
+                if op == "step":
+                    raise RuntimeError("EnvPool is closed")
+                return _done(None)
+            if slot._fault is not None:  # the env was lost: nothing can run on it
+                return _done(slot._fault if op == "step" else None)
+            if op == "release" and slot._worker is None:  # still queued for a worker: drop it
+                self.pending.remove(slot)
+                for task in slot._backlog:
+                    self.outstanding.discard(task.future)
+                    task.future.cancel()
+                return _done(None)
+            task = Task(op, arg, slot, self._future())
+            if slot._worker is not None:
+                slot._worker.tasks.put(task)
+            else:
+                slot._backlog.append(task)
+            return task.future
+
+    def _future(self) -> Future:
+        future: Future = Future()
+        self.outstanding.add(future)
+        return future
+
+    def _bind(self, worker: _Worker, slot: Any) -> None:
+        worker.slot, slot._worker = slot, worker
+        for task in slot._backlog:
+            worker.tasks.put(task)
+        slot._backlog = []
+
+    def unbind(self, worker: _Worker) -> None:
+        """The worker's episode is over (released, or env lost): give it to the next queued slot."""
+        with self.lock:
+            if worker.slot is not None:
+                worker.slot._worker = None
+            worker.slot = None
+            if self.closed:
+                return
+            if self.pending:
+                self._bind(worker, self.pending.popleft())
+            else:
+                self.free.append(worker)
+
+    def resolve(self, future: Future, result: Any = None, error: BaseException | None = None) -> None:
+        """Settle a future unless close() cancelled it already."""
+        with self.lock:
+            self.outstanding.discard(future)
+        try:
+            future.set_exception(error) if error is not None else future.set_result(result)
+        except InvalidStateError:  # cancelled by close()
+            pass
+
+    def close(self) -> None:
+        """Cancel what is pending, let idle workers close their envs (bounded), kill the rest. Idempotent."""
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            futures, self.outstanding = self.outstanding, set()
+            backends = [worker.backend for worker in self.workers if worker.backend is not None]
+            idle = [worker.backend for worker in self.workers if not worker.busy and worker.backend is not None]
+            for worker in self.workers:
+                worker.backend = None
+                worker.tasks.put(None)  # its driver stops
+        _LIVE.discard(self)
+        for future in futures:
+            future.cancel()
+        for backend in backends:  # busy ones die now, idle ones get CLOSE_GRACE_S to close() their env
+            backend.begin_shutdown() if backend in idle else backend.kill(reap=False)
+        deadline = time.monotonic() + CLOSE_GRACE_S
+        for backend in idle:
+            backend.finish_shutdown(deadline)
+        for backend in backends:
+            backend.kill(reap=False)
+        for backend in backends:
+            backend.reap()
+
+
+class _Worker:
+    """One worker: a task queue, a daemon driver thread and (started lazily) its backend."""
+
+    def __init__(self, pool: PoolState, index: int) -> None:
+        self.pool = pool
+        self.tasks: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
+        self.backend: Any = None
+        self.slot: Any = None
+        self.busy = False
+        threading.Thread(target=self._drive, daemon=True, name=f"trl-env-pool-{index}").start()
+
+    def _drive(self) -> None:
+        while (task := self.tasks.get()) is not None:
+            self._run(task)
+
+    def _run(self, task: Task) -> None:
+        pool = self.pool
+        if task.slot._fault is not None:  # a call queued behind the one that lost the env
+            pool.resolve(task.future, task.slot._fault if task.op == "step" else None)
+            return
+        with pool.lock:
+            if pool.closed:
+                return
+            self.busy = True
+        try:
+            outcome = self._call(task)
+        except WorkerLost as lost:
+            if not pool.closed:
+                self._lose(task, EnvFault(lost.kind, lost.message))
+            return
+        except BaseException as error:  # the pool's own failure (e.g. no process could start): tell the caller
+            pool.resolve(task.future, error=error)
+            if task.op == "release":
+                pool.unbind(self)
+            return
+        finally:
+            with pool.lock:
+                self.busy = False
+        self._deliver(task, outcome)
+
+    def _call(self, task: Task) -> tuple[Any, ...]:
+        """Start the backend if needed (not charged to the deadline), then run the call on it."""
+        if self.backend is None:
+            backend = self.pool.new_backend()
+            with self.pool.lock:
+                if self.pool.closed:
+                    backend.kill()
+                    raise WorkerLost("crash", "pool closed")
+                self.backend = backend
+        return self.backend.call(task.op, task.arg, self.pool.timeout)
+
+    def _lose(self, task: Task, fault: Any) -> None:
+        """Timeout or crash: kill/abandon the backend (a fresh one starts for the next call), free the worker."""
+        backend, self.backend = self.backend, None
+        if backend is not None:
+            backend.kill()
+        with self.pool.lock:
+            task.slot._fault = fault  # before unbind(): a later step() on the slot answers with it at once
+        self.pool.resolve(task.future, None if task.op == "release" else fault)
+        self.pool.unbind(self)
+
+    def _deliver(self, task: Task, outcome: tuple[Any, ...]) -> None:
+        pool = self.pool
+        if outcome[0] == "contract":
+            pool.resolve(task.future, error=EnvContractError(outcome[1]))
+        elif outcome[0] == "released":
+            if outcome[2] is not None:
+                logger.warning("%s", outcome[2])
+            pool.resolve(task.future, outcome[1])
+        else:
+            pool.resolve(task.future, reply(outcome))
+        if task.op == "release":
+            pool.unbind(self)
+
+
+def _done(result: Any) -> Future:
+    future: Future = Future()
+    future.set_result(result)
+    return future
+
+
+def _register(state: PoolState) -> None:
+    """Close every live pool at interpreter exit, before multiprocessing joins its children."""
+    global _atexit_registered
+    _LIVE.add(state)
+    if not _atexit_registered:
+        atexit.register(_close_all)  # registered after multiprocessing.util's hook, so it runs first
+        _atexit_registered = True
+
+
+def _close_all() -> None:
+    for state in list(_LIVE):
+        state.close()
