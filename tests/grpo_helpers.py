@@ -5,23 +5,8 @@ from __future__ import annotations
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
+from tests.envs.basic import ThreeTurnEnv  # noqa: F401
 from trl_env import env_reward
-
-
-class ThreeTurnEnv:
-    """Three turns; the reward depends on the answers' lengths, so a group's rewards differ."""
-
-    def __init__(self):
-        self.reward, self.alive, self.turn = 0.0, True, 0
-
-    def reset(self, seed):
-        return self, f"Episode {seed}. Say something."
-
-    def step(self, action):
-        self.turn += 1
-        self.reward += (len(action) % 5) / 5
-        self.alive = self.turn < 3
-        return self, f"Turn {self.turn} done."
 
 
 def make_trainer(model, tokenizer, rollout_func, tmp_path, *, reward_funcs=None, steps=2, **config):

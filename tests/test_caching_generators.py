@@ -2,6 +2,7 @@
 
 import torch
 
+from tests.envs.basic import Countdown  # noqa: F401
 from trl_env import ChatTemplateProcessor, rollout
 from trl_env.generation.kv_cache import EpisodeCacheGenerator, PrefixCachingGenerator, common_prefix_length
 
@@ -100,18 +101,6 @@ def test_episode_cache_forgets_episodes_that_stopped(qwen3_tokenizer, tiny_qwen3
     assert len(generator) == 2
     generator.clear()
     assert len(generator) == 0
-
-
-class Countdown:
-    def reset(self, seed):
-        self.reward, self.alive, self.next = 0.0, True, int(seed)
-        return self, f"Count down from {seed}, one number per turn."
-
-    def step(self, action):
-        self.reward += action.strip() == str(self.next)
-        self.next -= 1
-        self.alive = self.next > 0
-        return self, "Next." if self.alive else "Done."
 
 
 def test_rollout_with_the_episode_cache_keeps_every_logprob_exact(qwen3_tokenizer, tiny_qwen3):

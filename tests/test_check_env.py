@@ -26,7 +26,7 @@ def test_violations_are_reported_per_check():
 def test_type_violations_name_the_class_and_field(capsys):
     assert main(["check-env", "tests.envs.flaky:WrongTypes"]) == 1
     out = capsys.readouterr().out
-    assert "FAIL" in out and "WrongTypes.alive after reset is 'yes', expected a bool" in out
+    assert "FAIL" in out and "WrongTypes.alive after reset(seed='0') is 'yes', expected a bool" in out
 
 
 def test_bad_factory_spec_is_a_clear_error(capsys):

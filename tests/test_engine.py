@@ -1,11 +1,10 @@
 """Rollout engine: invariants across random envs, budgets and truncations; env-text injection."""
 
-import random
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.envs.basic import RandomEnv  # noqa: F401
 from trl_env import ChatTemplateProcessor, RolloutConfig, RolloutEngine, TransformersGenerator, preset, rollout
 from trl_env.testing import InstantGenerator
 
@@ -25,27 +24,6 @@ QWEN3_SPECIALS = [
     "<|image_pad|>",
     "<|video_pad|>",
 ]
-
-
-class RandomEnv:
-    """Lives a random number of turns and answers with random text, some of it long or odd."""
-
-    TEXTS = ["ok", "Higher than 5.", "\nnew line first", "trailing\n\n", "café 日本語", "x" * 300, ""]
-
-    def __init__(self, seed_offset: int = 0):
-        self.reward, self.alive = 0.0, True
-        self.seed_offset = seed_offset
-
-    def reset(self, seed):
-        self.random = random.Random(f"{seed}-{self.seed_offset}")
-        self.lifetime = self.random.randint(1, 6)
-        return self, self.random.choice(self.TEXTS)
-
-    def step(self, action):
-        self.lifetime -= 1
-        self.reward = self.random.random()
-        self.alive = self.lifetime > 0
-        return self, self.random.choice(self.TEXTS)
 
 
 def _engine(tokenizer, processor, generator, **config):

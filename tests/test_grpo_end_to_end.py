@@ -6,6 +6,7 @@ import time
 import pytest
 from grpo_helpers import ThreeTurnEnv, make_trainer
 
+from tests.envs.basic import SometimesBroken  # noqa: F401
 from trl_env import ChatChunks, ChunkedProcessor, NonAdditiveProcessorError, make_rollout_func
 from trl_env.testing import build_tiny_qwen3_model
 
@@ -83,24 +84,11 @@ def test_explicit_override_trains_with_a_non_additive_processor(qwen3_tokenizer,
     assert trainer.state.global_step == 1
 
 
-class SometimesBroken(ThreeTurnEnv):
-    """Every other env raises at its second step."""
-
-    count = 0
-
-    def __init__(self):
-        super().__init__()
-        SometimesBroken.count += 1
-        self.broken = SometimesBroken.count % 2 == 0
-
-    def step(self, action):
-        if self.broken and self.turn == 1:
-            raise TimeoutError("upstream service timed out")
-        return super().step(action)
-
-
 def test_env_faults_are_counted_and_the_run_continues(qwen3_tokenizer, tiny_qwen3, tmp_path):
-    rollout_func = make_rollout_func(SometimesBroken, max_turns=3, max_turn_tokens=4, failure_reward=-1.0)
+    # threads: SometimesBroken counts its instances in one process to break every other one
+    rollout_func = make_rollout_func(
+        SometimesBroken, max_turns=3, max_turn_tokens=4, failure_reward=-1.0, env_isolation="thread"
+    )
     trainer = make_trainer(
         copy.deepcopy(tiny_qwen3), qwen3_tokenizer, rollout_func, tmp_path, steps=2, max_completion_length=96
     )

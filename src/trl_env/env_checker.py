@@ -1,23 +1,24 @@
 """``check_env``: exercise an environment like gymnasium's checker, and report violations.
 
 It resets with several seeds twice (the same seed must give the same first delta), steps
-with adversarial actions (empty, 1 MB, unicode, special-token strings, JSON, code), and
-checks the protocol's types and ``alive`` semantics at every call.
+with adversarial actions (empty, 1 MB, unicode, special-token strings, JSON, code), checks the
+protocol's types and ``alive`` semantics at every call, each call under a deadline, and that an env
+object reset after an episode starts exactly like a fresh one (for ``reuse_envs``).
 
 Example:
-    >>> report = check_env(GuessNumberEnv)  # doctest: +SKIP
-    >>> report.ok  # doctest: +SKIP
+    >>> check_env(GuessNumberEnv).ok
     True
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from trl_env.core import Env
-from trl_env.engine.env_calls import EnvContractError, validate_result
+from trl_env.engine.env_pool import EnvContractError, EnvFault, EnvPool, EnvReply
+from trl_env.engine.rollout import factory_name
 
 ADVERSARIAL_ACTIONS = [
     "",
@@ -77,66 +78,136 @@ def _run(report: EnvCheckReport, name: str, check: Callable[[], str | None]) -> 
         problem = check()
     except EnvContractError as error:
         problem = str(error)
-    except Exception as error:  # the env raised: that is what the report is for
-        problem = f"raised {type(error).__name__}: {error}"
     report.results.append(CheckResult(name, problem is None, (problem or "")[:300]))
 
 
+class _Checker:
+    """Plays the checks' calls through an :class:`EnvPool`, so every call has a deadline."""
+
+    def __init__(self, pool: EnvPool) -> None:
+        self.pool = pool
+
+    def reply(self, future: Any, what: str) -> EnvReply:
+        result = future.result()  # EnvContractError propagates to _run
+        if isinstance(result, EnvFault):
+            raise _Fault(f"{what}: {result.kind}: {result.message}")
+        return result
+
+    def episode(self, seed: str, actions: Sequence[str]) -> tuple[str, list[EnvReply]]:
+        """Reset, step through ``actions`` (until the episode ends), release; the first delta and the replies."""
+        slot, future = self.pool.reset(seed)
+        try:
+            first = self.reply(future, f"reset({seed!r})")
+            replies = [first]
+            for action in actions:
+                replies.append(self.reply(self.pool.step(slot, action), f"step({action[:24]!r})"))
+                if not replies[-1].alive:
+                    break
+        finally:
+            self.pool.release(slot).result()
+        return first.delta, replies
+
+
+class _Fault(Exception):
+    """An env call raised, timed out or crashed during a check."""
+
+
 def check_env(
-    env_factory: Callable[[], Env], *, seeds: Sequence[str] = DEFAULT_SEEDS, max_steps: int = 50
+    env_factory: Callable[[], Env],
+    *,
+    seeds: Sequence[str] = DEFAULT_SEEDS,
+    max_steps: int = 50,
+    timeout: float = 10.0,
 ) -> EnvCheckReport:
     """Check an environment factory; never raises for the environment's faults.
 
+    Every call runs through an :class:`~trl_env.engine.env_pool.EnvPool` (thread workers) with a
+    deadline of ``timeout`` seconds, so a hanging env fails its check instead of hanging the checker.
+    A final check plays an episode, then resets the same env object again (as ``reuse_envs=True``
+    does) and compares its first delta with a fresh env's.
+
+    Args:
+        env_factory: makes a fresh env.
+        seeds: seeds to reset with.
+        max_steps: an episode answered ``"42"`` forever must end within this many steps.
+        timeout: seconds per call.
+
+    Returns:
+        One result per check.
+
     Example:
-        >>> check_env(GuessNumberEnv).table()  # doctest: +SKIP
+        >>> print(check_env(GuessNumberEnv).table().splitlines()[0])
+        check-env GuessNumberEnv: all 15 checks passed
     """
-    report = EnvCheckReport(getattr(env_factory, "__name__", type(env_factory).__name__))
+    report = EnvCheckReport(factory_name(env_factory))
+    with EnvPool(env_factory, isolation="thread", workers=2, timeout=timeout) as pool:
+        checker = _Checker(pool)
+        _checks(report, checker, seeds, max_steps)
+    with EnvPool(env_factory, isolation="thread", workers=1, timeout=timeout, reuse_envs=True) as warm:
+        _run(
+            report, "a reused env resets cleanly (warm reset = fresh reset)", lambda: _warm_reset(_Checker(warm), seeds)
+        )
+    return report
 
-    def reset(seed: str) -> tuple[Env, str]:
-        env = env_factory()
-        return validate_result(env, env.reset(seed), "reset", seed)
 
+def _guarded(check: Callable[[], str | None]) -> Callable[[], str | None]:
+    def run() -> str | None:
+        try:
+            return check()
+        except _Fault as fault:
+            return str(fault)
+
+    return run
+
+
+def _checks(report: EnvCheckReport, checker: _Checker, seeds: Sequence[str], max_steps: int) -> None:
     def determinism() -> str | None:
         for seed in seeds:
-            first, again = reset(seed)[1], reset(seed)[1]
+            first, again = checker.episode(seed, [])[0], checker.episode(seed, [])[0]
             if first != again:
                 return f"reset({seed!r}) gave different first deltas: {first[:60]!r} vs {again[:60]!r}"
         return None
 
     def fresh_episode() -> str | None:
-        env, _ = reset(seeds[0])
-        if not env.alive:
-            return "alive is False right after reset"
-        if not math.isfinite(env.reward):
-            return f"reward after reset is {env.reward!r}"
+        replies = checker.episode(seeds[0], [])[1]
+        return "alive is False right after reset" if not replies[0].alive else None
+
+    def step(action: str) -> str | None:
+        replies = checker.episode(seeds[0], [action])[1]
+        if len(replies[-1].delta) > 1_000_000:
+            return f"step returned a delta of {len(replies[-1].delta)} characters"
         return None
 
-    _run(report, "reset returns (env, str) with valid reward/alive", lambda: (reset(seeds[0]), None)[1])
-    _run(report, f"reset is deterministic for seeds {list(seeds)}", determinism)
-    _run(report, "a fresh episode is alive", fresh_episode)
-    for action in ADVERSARIAL_ACTIONS:
-        label = repr(action[:24]) + ("..." if len(action) > 24 else "")
-        _run(report, f"step({label}) returns valid (env, str)", lambda a=action: _step_checks(reset, seeds[0], a))
+    def terminates() -> str | None:
+        replies = checker.episode(seeds[0], ["42"] * max_steps)[1]
+        return (
+            None if not replies[-1].alive else f"still alive after {max_steps} steps (give the env its own turn limit)"
+        )
+
     _run(
         report,
-        f"episode ends (alive=False) within {max_steps} steps of '42'",
-        lambda: _terminates(reset, seeds[0], max_steps),
+        "reset returns (env, str) with valid reward/alive",
+        _guarded(lambda: (checker.episode(seeds[0], []), None)[1]),
     )
-    return report
+    _run(report, f"reset is deterministic for seeds {list(seeds)}", _guarded(determinism))
+    _run(report, "a fresh episode is alive", _guarded(fresh_episode))
+    for action in ADVERSARIAL_ACTIONS:
+        label = repr(action[:24]) + ("..." if len(action) > 24 else "")
+        _run(report, f"step({label}) returns valid (env, str)", _guarded(lambda a=action: step(a)))
+    _run(report, f"episode ends (alive=False) within {max_steps} steps of '42'", _guarded(terminates))
 
 
-def _step_checks(reset: Callable[[str], tuple[Env, str]], seed: str, action: str) -> str | None:
-    env, _ = reset(seed)
-    env, delta = validate_result(env, env.step(action), "step", seed)
-    if len(delta) > 1_000_000:
-        return f"step returned a delta of {len(delta)} characters"
+def _warm_reset(checker: _Checker, seeds: Sequence[str]) -> str | None:
+    try:
+        for seed in seeds:
+            fresh_first, fresh = checker.episode(seed, ["42", "7"])  # builds the env, plays, keeps it
+            warm_first, warm = checker.episode(seed, [])  # the same object, reset again
+            if warm_first != fresh_first or (warm[0].reward, warm[0].alive) != (fresh[0].reward, fresh[0].alive):
+                return (
+                    f"after an episode, reset({seed!r}) on the same env gives {warm_first[:40]!r} "
+                    f"(reward {warm[0].reward}, alive {warm[0].alive}) instead of {fresh_first[:40]!r} "
+                    f"(reward {fresh[0].reward}, alive {fresh[0].alive}): reset() must clear all episode state"
+                )
+    except _Fault as fault:
+        return str(fault)
     return None
-
-
-def _terminates(reset: Callable[[str], tuple[Env, str]], seed: str, max_steps: int) -> str | None:
-    env, _ = reset(seed)
-    for _ in range(max_steps):
-        env, _ = validate_result(env, env.step("42"), "step", seed)
-        if not env.alive:
-            return None
-    return f"still alive after {max_steps} steps (give the env its own turn limit)"

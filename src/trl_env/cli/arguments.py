@@ -26,7 +26,7 @@ from typing import Any
 from trl_env.engine.config import RolloutConfig
 
 # RolloutConfig fields with no flag: trl-env train takes the episode budget from its own settings
-_NOT_FLAGS = {"check_invariants"}
+_NOT_FLAGS = {"check_invariants", "reuse_envs"}
 
 
 class UsageError(Exception):
@@ -55,6 +55,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
             "int | None": _optional(int),
             "float | None": _optional(float),
             "OnEnvError": str,
+            "EnvIsolation": str,
         }[str(f.type)]
         group.add_argument(
             "--" + f.name.replace("_", "-"),

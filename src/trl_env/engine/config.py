@@ -27,6 +27,8 @@ from typing import Any, Literal
 
 OnEnvError = Literal["fail_episode", "raise"]
 ON_ENV_ERROR: tuple[str, ...] = ("fail_episode", "raise")
+EnvIsolation = Literal["auto", "process", "thread"]
+ENV_ISOLATION: tuple[str, ...] = ("auto", "process", "thread")
 
 
 def _doc(text: str, **extra: Any) -> Any:
@@ -50,7 +52,18 @@ class RolloutConfig:
     max_env_tokens: int = field(
         default=2048, metadata=_doc("an env delta longer than this many tokens is cut and marked")
     )
-    env_workers: int = field(default=16, metadata=_doc("env calls running at once"))
+    env_workers: int = field(default=16, metadata=_doc("env workers: envs running at once (more episodes queue)"))
+    env_isolation: EnvIsolation = field(
+        default="auto",
+        metadata=_doc(
+            "where env code runs: 'process' (killable child processes: survive hangs, crashes, sys.exit), "
+            "'thread' (cheaper; a hung call is abandoned), 'auto' (process when the factory is importable)",
+            choices=ENV_ISOLATION,
+        ),
+    )
+    reuse_envs: bool = field(
+        default=False, metadata=_doc("keep env objects in their workers and warm-reset them for the next episode")
+    )
     env_timeout: float | None = field(
         default=60.0, metadata=_doc("seconds one reset/step may take before it is a fault (None: no limit)")
     )
@@ -79,6 +92,8 @@ class RolloutConfig:
             raise ValueError(
                 f"RolloutConfig.env_timeout must be a positive number of seconds, got {self.env_timeout!r}"
             )
+        if self.env_isolation not in ENV_ISOLATION:
+            raise ValueError(f"RolloutConfig.env_isolation must be one of {ENV_ISOLATION}, got {self.env_isolation!r}")
         if self.on_env_error not in ON_ENV_ERROR:
             raise ValueError(f"RolloutConfig.on_env_error must be one of {ON_ENV_ERROR}, got {self.on_env_error!r}")
         if not isinstance(self.failure_reward, int | float) or not math.isfinite(self.failure_reward):

@@ -29,27 +29,28 @@ Example:
 
 from __future__ import annotations
 
-import weakref
+import functools
+import pickle
+import warnings
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
 from trl_env.chat.chunk_encoder import ChunkEncoder
 from trl_env.core import (
-    Closable,
     CollectiveGenerator,
     Env,
     Generator,
     HasTokenizer,
     ParsedOutput,
     Processor,
-    ReportsMetrics,
     StrictParser,
-    metrics_of,
 )
 from trl_env.engine.config import RolloutConfig
-from trl_env.engine.env_calls import EnvCaller, EnvError, EnvFault
+from trl_env.engine.env_calls import EnvError
+from trl_env.engine.env_pool import EnvFault, EnvPool, EnvSlot
 from trl_env.episode import Episode, SegmentKind, StopReason, Turn
 from trl_env.generation.base import cut_at_stop
 
@@ -58,10 +59,10 @@ if TYPE_CHECKING:  # a type only: importing transformers here would slow `import
 
 
 class _Live:
-    """An episode in progress: its env and the running token context."""
+    """An episode in progress: its env's slot in the pool and the running token context."""
 
-    def __init__(self, env: Env, episode: Episode) -> None:
-        self.env = env
+    def __init__(self, slot: EnvSlot, episode: Episode) -> None:
+        self.slot = slot
         self.episode = episode
         self.context = list(episode.prompt_ids)
 
@@ -88,12 +89,61 @@ def parse_turn(processor: Processor, completion: str) -> ParsedOutput:
     return ParsedOutput(reasoning, action, bool(action.strip()))
 
 
+def factory_name(env_factory: Callable[..., object]) -> str:
+    """The name errors use for an env factory (the class or function; a partial's function).
+
+    Example:
+        >>> factory_name(functools.partial(dict, a=1))
+        'dict'
+    """
+    while isinstance(env_factory, functools.partial):
+        env_factory = env_factory.func
+    return getattr(env_factory, "__qualname__", None) or type(env_factory).__name__
+
+
+def choose_isolation(env_factory: Callable[[], Env], isolation: str) -> str:
+    """The isolation an ``"auto"`` config gets: ``"process"`` when the factory can be sent to a child
+    process by reference (defined at module level in an importable module other than the script being
+    run: a worker would re-run an unguarded script), else ``"thread"`` with a warning.
+
+    Example:
+        >>> choose_isolation(dict, "auto"), choose_isolation(lambda: None, "auto")
+        ('process', 'thread')
+    """
+    if isinstance(isolation, str) and isolation != "auto":
+        return isolation
+    try:
+        pickle.dumps(env_factory)
+    except Exception:
+        sendable = False
+    else:
+        target = env_factory
+        while isinstance(target, functools.partial):
+            target = target.func
+        sendable = getattr(target, "__module__", None) != "__main__"
+    if sendable:
+        return "process"
+    warnings.warn(
+        f"the env factory {factory_name(env_factory)} cannot be sent to a worker process (it is not defined at "
+        "module level in an importable module other than the script being run), so its envs run in threads: a hung "
+        "call is abandoned, not killed, and a crash in env code ends the run. Define it in a module of its own, or "
+        "set env_isolation='thread' to silence this.",
+        stacklevel=4,
+    )
+    return "thread"
+
+
 class RolloutEngine:
     """Runs batches of episodes with one generator, processor and tokenizer.
 
+    Env calls go through an :class:`~trl_env.engine.env_pool.EnvPool` (isolated workers with a
+    deadline per call), kept across runs with the same factory.
+
     Example:
-        >>> engine = RolloutEngine(generator, processor, tok, RolloutConfig(max_turns=3))  # doctest: +SKIP
-        >>> episodes = engine.run(MyEnv, ["seed-1", "seed-2"])  # doctest: +SKIP
+        >>> engine = RolloutEngine(generator, processor, tokenizer, RolloutConfig(max_turns=2, max_turn_tokens=4))
+        >>> [e.num_turns for e in engine.run(GuessNumberEnv, ["3", "9"])]
+        [2, 2]
+        >>> engine.close()
     """
 
     def __init__(
@@ -108,81 +158,81 @@ class RolloutEngine:
         self.tokenizer = tokenizer
         self.config = config or RolloutConfig()
         self.encoder = ChunkEncoder(tokenizer, processor)
-        self._caller: EnvCaller | None = None
-        self._ended: list[tuple[Env, Episode]] = []  # ended episodes whose envs still get metrics()/close()
-        self._close_caller: weakref.finalize | None = None
+        self._pool: EnvPool | None = None
+        self._pool_factory: Callable[[], Env] | None = None
+        self._releases: list[tuple[Episode, Future]] = []
 
-    def _env_caller(self) -> EnvCaller:
-        """The env thread pool, kept across runs (starting threads is a large part of a short rollout's
-        overhead) unless a run ended with an error or abandoned a timed-out call."""
-        config = self.config
-        if self._caller is not None and self._caller.workers != max(1, config.env_workers):
+    def _env_pool(self, env_factory: Callable[[], Env]) -> EnvPool:
+        """The pool for ``env_factory``: kept across runs (its workers stay warm), rebuilt for another factory."""
+        if self._pool is not None and self._pool_factory is not env_factory:
             self.close()
-        if self._caller is None:
-            self._caller = EnvCaller(workers=config.env_workers, timeout=config.env_timeout)
-            self._close_caller = weakref.finalize(self, self._caller.close)
-        self._caller.timeout = config.env_timeout
-        return self._caller
+        if self._pool is None:
+            config = self.config
+            self._pool = EnvPool(
+                env_factory,
+                isolation=choose_isolation(env_factory, config.env_isolation),
+                workers=config.env_workers,
+                timeout=config.env_timeout,
+                reuse_envs=config.reuse_envs,
+            )
+            self._pool_factory = env_factory
+        return self._pool
 
     def close(self) -> None:
-        """Shut the env thread pool down (it is also shut down when the engine is garbage collected).
+        """Stop the env workers (also done when the engine is garbage collected and at exit).
 
         Example:
-            >>> engine.close()  # doctest: +SKIP
+            >>> RolloutEngine(generator, processor, tokenizer).close()
         """
-        if self._close_caller is not None:
-            self._close_caller()  # runs EnvCaller.close once and unregisters it
-        self._caller = self._close_caller = None
+        if self._pool is not None:
+            self._pool.close()
+        self._pool = self._pool_factory = None
 
     def run(self, env_factory: Callable[[], Env], seeds: Sequence[str], *, progress: bool = False) -> list[Episode]:
         """Play one episode per seed, all batched together; return them in seed order."""
-        config = self.config
-        caller = self._env_caller()
-        reusable = False
+        if not callable(env_factory):
+            raise TypeError(f"env_factory must be a class or function that makes a new env, got {env_factory!r}")
         try:
-            envs = [env_factory() for _ in seeds]
-            envs = [self._checked_env(env, env_factory) for env in envs]
-            results = caller.reset_all(list(zip(envs, seeds, strict=True)))
-            episodes: list[Episode] = []
-            live: list[_Live] = []
-            for env, seed, result in zip(envs, seeds, results, strict=True):
-                if isinstance(result, EnvFault):  # a valid (empty) prompt keeps the sample usable for TRL
-                    prompt_ids, prompt_text = self.encoder.prompt(config.system_prompt, "")
-                    episode = Episode(seed=seed, prompt_ids=prompt_ids, prompt_text=prompt_text)
-                    self._fail(episode, env, result, turn=0)
-                    episodes.append(episode)
-                    continue
-                new_env, delta = result
-                delta = self.encoder.truncate(delta, config.max_env_tokens)
-                prompt_ids, prompt_text = self.encoder.prompt(config.system_prompt, delta)
+            return self._run(env_factory, seeds, progress)
+        except BaseException:
+            self.close()  # the pool's slots of this run were not released; start the next run afresh
+            raise
+
+    def _run(self, env_factory: Callable[[], Env], seeds: Sequence[str], progress: bool) -> list[Episode]:
+        config = self.config
+        pool = self._env_pool(env_factory)
+        self._name = factory_name(env_factory)
+        self._releases = []
+        started = [pool.reset(seed) for seed in seeds]
+        episodes: list[Episode] = []
+        live: list[_Live] = []
+        for seed, (slot, future) in zip(seeds, started, strict=True):
+            result = future.result()
+            if isinstance(result, EnvFault):  # a valid (empty) prompt keeps the sample usable for TRL
+                prompt_ids, prompt_text = self.encoder.prompt(config.system_prompt, "")
                 episode = Episode(seed=seed, prompt_ids=prompt_ids, prompt_text=prompt_text)
                 episodes.append(episode)
-                live.append(_Live(new_env, episode))
-            bar = tqdm(total=config.max_turns, desc="rollout turns", disable=not progress, leave=False)
-            while self._continue(bool(live)):
-                live = self._turn(live, caller)
-                bar.update(1)
-            bar.close()
-            self._end_envs(caller)
-            reusable = not caller.abandoned
-        finally:
-            if not reusable:
-                self.close()
+                self._fail(episode, slot, result, turn=0)
+                continue
+            delta = self.encoder.truncate(result.delta, config.max_env_tokens)
+            prompt_ids, prompt_text = self.encoder.prompt(config.system_prompt, delta)
+            episode = Episode(seed=seed, prompt_ids=prompt_ids, prompt_text=prompt_text, reward=result.reward)
+            episodes.append(episode)
+            live.append(_Live(slot, episode))
+        bar = tqdm(total=config.max_turns, desc="rollout turns", disable=not progress, leave=False)
+        while self._continue(bool(live)):
+            live = self._turn(live, pool)
+            bar.update(1)
+        bar.close()
+        for episode, release in self._releases:  # metrics() and close() ran in the workers, concurrently
+            metrics = release.result()
+            if metrics is not None and not episode.failed:
+                episode.metrics = metrics
+        self._releases = []
         if config.check_invariants:
             for episode in episodes:
                 episode.check(self.tokenizer)
         return episodes
-
-    @staticmethod
-    def _checked_env(env: Any, env_factory: Callable[[], Env]) -> Env:
-        # reward and alive may first be set by reset(), so only the methods are checked here
-        if not (callable(getattr(env, "reset", None)) and callable(getattr(env, "step", None))):
-            name = getattr(env_factory, "__qualname__", repr(env_factory))
-            raise TypeError(
-                f"the env factory {name} returned {type(env).__name__}, not an env (an object with reward, alive, "
-                "reset(seed) and step(action)); pass the env class or a function that returns a new env"
-            )
-        return env
 
     def _continue(self, has_live: bool) -> bool:
         """Whether to play another turn. With a :class:`~trl_env.core.CollectiveGenerator` (TRL's vLLM
@@ -191,32 +241,16 @@ class RolloutEngine:
             return self.generator.any_rank_live(has_live)
         return has_live
 
-    def _end_envs(self, caller: EnvCaller) -> None:
-        """Read each ended env's ``metrics()`` and call its ``close()``; a fault there fails the episode."""
-        ended, self._ended = self._ended, []
-        with_metrics = [(env, ep) for env, ep in ended if not ep.failed and isinstance(env, ReportsMetrics)]
-        results = caller.run_all([lambda env=env: metrics_of(env) for env, _ in with_metrics], "metrics")
-        for (env, episode), result in zip(with_metrics, results, strict=True):
-            if isinstance(result, EnvFault):
-                self._fail(episode, env, result, turn=episode.num_turns)
-            else:
-                episode.metrics = result
-        closable = [(env, episode) for env, episode in ended if isinstance(env, Closable)]
-        results = caller.run_all([env.close for env, _ in closable], "close")
-        for (env, episode), result in zip(closable, results, strict=True):
-            if isinstance(result, EnvFault) and not episode.failed:
-                self._fail(episode, env, result, turn=episode.num_turns)
-
-    def _turn(self, live: list[_Live], caller: EnvCaller) -> list[_Live]:
+    def _turn(self, live: list[_Live], pool: EnvPool) -> list[_Live]:
         config = self.config
         budgets = [min(config.max_turn_tokens, run.budget_left(config)) for run in live]
-        generations = self.generator.generate([run.context for run in live], max(budgets, default=1))
+        generations = self.generator.generate([run.context for run in live], int(max(budgets, default=1)))
         if len(generations) != len(live):
             raise RuntimeError(f"generator returned {len(generations)} results for {len(live)} contexts")
         stepping: list[tuple[_Live, Turn]] = []
         for run, budget, generation in zip(live, budgets, generations, strict=True):
             ids, logprobs = cut_at_stop(*generation, stop_token_ids=[self.encoder.turn_end_id])
-            ids, logprobs = ids[:budget], logprobs[:budget]
+            ids, logprobs = ids[: int(budget)], logprobs[: int(budget)]
             stopped = bool(ids) and ids[-1] == self.encoder.turn_end_id
             text = self.tokenizer.decode(ids, clean_up_tokenization_spaces=False)
             start = len(run.episode.completion_ids)
@@ -235,19 +269,18 @@ class RolloutEngine:
                 run.episode.add_env_tokens(close, self.encoder.turn_end, SegmentKind.TURN_END)
                 run.context.extend(close)
             stepping.append((run, turn))
-        results = caller.step_all([(run.env, turn.action, run.episode.seed) for run, turn in stepping])
+        futures = [pool.step(run.slot, turn.action) for run, turn in stepping]  # all envs step concurrently
         still_live: list[_Live] = []
-        for (run, turn), result in zip(stepping, results, strict=True):
+        for (run, turn), future in zip(stepping, futures, strict=True):
+            result = future.result()
             if isinstance(result, EnvFault):
-                self._fail(run.episode, run.env, result, turn=run.episode.num_turns)
+                self._fail(run.episode, run.slot, result, turn=run.episode.num_turns)
                 continue
-            run.env, delta = result
-            delta = self.encoder.truncate(delta, config.max_env_tokens)
+            delta = self.encoder.truncate(result.delta, config.max_env_tokens)
             turn.observation = delta
-            reward = float(run.env.reward)
-            turn.reward = reward - run.episode.reward
-            run.episode.reward = reward
-            if not run.env.alive:
+            turn.reward = result.reward - run.episode.reward
+            run.episode.reward = result.reward
+            if not result.alive:
                 self._finish(run, StopReason.DONE)
             elif run.episode.num_turns >= config.max_turns:
                 self._finish(run, StopReason.MAX_TURNS)
@@ -263,19 +296,17 @@ class RolloutEngine:
 
     def _finish(self, run: _Live, reason: StopReason) -> None:
         run.episode.stop_reason = reason
-        run.episode.reward = float(run.env.reward)
-        self._ended.append((run.env, run.episode))
+        self._releases.append((run.episode, self._pool.release(run.slot)))
 
-    def _fail(self, episode: Episode, env: object, fault: EnvFault, *, turn: int) -> None:
-        message = fault.describe(env, episode.seed, turn)
+    def _fail(self, episode: Episode, slot: EnvSlot, fault: EnvFault, *, turn: int) -> None:
+        message = f"{self._name} (seed={episode.seed!r}, turn={turn}): {fault.kind}: {fault.message}"
+        release = self._pool.release(slot)  # close() where the env is still reachable
         if self.config.on_env_error == "raise":
             raise EnvError(message)
-        already_failed = episode.failed
         episode.stop_reason = StopReason.ENV_ERROR
         episode.error = message
         episode.reward = self.config.failure_reward
-        if fault.kind != "timeout" and not already_failed and isinstance(env, Env):
-            self._ended.append((env, episode))  # still reachable: it gets close(), never metrics()
+        self._releases.append((episode, release))
 
 
 def rollout(

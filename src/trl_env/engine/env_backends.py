@@ -2,7 +2,7 @@
 
 Both backends run one call at a time: :meth:`call` sends it, waits at most ``timeout`` seconds
 (the deadline starts here, when the worker starts the call) and returns the worker's outcome
-tuple (see :mod:`trl_env.rollout.env_worker`) or raises :class:`WorkerLost` on a timeout or a
+tuple (see :mod:`trl_env.engine.env_worker`) or raises :class:`WorkerLost` on a timeout or a
 dead process. :meth:`kill` ends the worker (SIGKILL) or abandons it (a thread cannot be killed:
 it exits if its call ever returns).
 
@@ -41,7 +41,7 @@ from collections.abc import Callable
 from multiprocessing.connection import wait
 from typing import Any
 
-from trl_env.rollout.env_worker import EnvHost, Outcome, child_main, thread_main
+from trl_env.engine.env_worker import EnvHost, Outcome, child_main, thread_main
 
 START_METHOD = "forkserver"
 _KILLED = ("killed",)
@@ -60,7 +60,7 @@ class ThreadBackend:
 
     Args:
         factory: builds the env inside the thread.
-        reuse: keep the env between episodes (see :class:`~trl_env.rollout.env_worker.EnvHost`).
+        reuse: keep the env between episodes (see :class:`~trl_env.engine.env_worker.EnvHost`).
     """
 
     def __init__(self, factory: Callable[[], Any], *, reuse: bool) -> None:
@@ -102,6 +102,10 @@ class ThreadBackend:
         """Nothing to wait for: an abandoned thread is a daemon."""
 
 
+PRELOAD_IF_IMPORTED = ("numpy", "torch", "transformers")
+STARTUP_TIMEOUT_S = 300.0  # loading a factory's module (torch, a game engine) may be slow on a busy machine
+
+
 class ProcessBackend:
     """A child process hosting one env; the factory travels pickled.
 
@@ -120,6 +124,13 @@ class ProcessBackend:
         )
         self.process.start()
         child_conn.close()  # so that the pipe reads EOF when the child dies
+        # Wait until the child has loaded the factory (importing its module can take seconds): start-up is
+        # never charged to a call's deadline. A child that dies while loading is found by the first call.
+        if self._conn in wait([self._conn, self.process.sentinel], STARTUP_TIMEOUT_S):
+            try:
+                self._conn.recv()  # ("ready",)
+            except (EOFError, OSError):
+                pass
 
     def call(self, op: str, arg: str, timeout: float | None) -> Outcome:
         """Run ``op`` in the child; raise :class:`WorkerLost` after ``timeout`` s or when the child dies."""
@@ -181,8 +192,12 @@ def process_context(method: str = START_METHOD) -> Any:
         server = forkserver._forkserver  # private, but the only way to extend (not replace) the preload list
         if getattr(server, "_forkserver_pid", 1) is None:  # not started yet: the list still matters
             modules = list(getattr(server, "_preload_modules", ["__main__"]))
-            if __name__ not in modules:
-                context.set_forkserver_preload([*modules, __name__])
+            # Heavy libraries the trainer already imported are imported once in the server too, so that a
+            # worker loading an env module that imports them forks with them loaded (ms, not seconds).
+            heavy = [name for name in PRELOAD_IF_IMPORTED if name in sys.modules]
+            wanted = [name for name in (__name__, *heavy) if name not in modules]
+            if wanted:
+                context.set_forkserver_preload([*modules, *wanted])
     return context
 
 

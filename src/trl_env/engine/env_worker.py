@@ -40,6 +40,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from trl_env.core import Closable, ReportsMetrics
+
 Outcome = tuple[Any, ...]
 
 
@@ -172,10 +174,9 @@ class EnvHost:
     def _shutdown(self) -> Outcome:
         """The pool is closing (or this worker was abandoned): ``close()`` the env, if any, without metrics."""
         env, self.env, self.in_episode = self.env, None, False
-        close_method = getattr(env, "close", None)
-        if callable(close_method):
+        if isinstance(env, Closable):
             try:
-                close_method()
+                env.close()
             except BaseException as error:
                 return ("released", None, f"{type(env).__name__}.close() raised {describe(error)}")
         return ("released", None, None)
@@ -187,18 +188,16 @@ class EnvHost:
             return ("released", None, None)
         where = f"{type(env).__name__}.%s (seed={self.seed!r})"
         metrics, contract, problem = None, None, None
-        metrics_method = getattr(env, "metrics", None)
-        if callable(metrics_method):
+        if isinstance(env, ReportsMetrics):
             try:
-                metrics, contract = _check_metrics(metrics_method(), where % "metrics()")
+                metrics, contract = _check_metrics(env.metrics(), where % "metrics()")
             except BaseException as error:
                 problem = f"{where % 'metrics()'} raised {describe(error)}"
         if close:
             self.env = None
-            close_method = getattr(env, "close", None)
-            if callable(close_method):
+            if isinstance(env, Closable):
                 try:
-                    close_method()
+                    env.close()
                 except BaseException as error:
                     problem = f"{where % 'close()'} raised {describe(error)}"
         if contract is not None:
@@ -246,6 +245,7 @@ def child_main(conn: Any, factory_bytes: bytes, reuse: bool) -> None:
         host = EnvHost(pickle.loads(factory_bytes), reuse=reuse)
     except BaseException as error:
         host = EnvHost(None, reuse=reuse, load_error=f"could not load env_factory in the worker: {describe(error)}")
+    conn.send(("ready",))  # the parent starts counting call deadlines only now
     while True:
         try:
             op, arg = conn.recv()

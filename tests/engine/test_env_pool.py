@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.rollout.hostile_envs import Handover, Hostile, Plain, events, not_an_env, raising_factory
-from trl_env.rollout.env_pool import EnvContractError, EnvFault, EnvPool, EnvReply
+from tests.engine.hostile_envs import Handover, Hostile, Plain, events, not_an_env, raising_factory
+from trl_env.engine.env_pool import EnvContractError, EnvFault, EnvPool, EnvReply
 
 ROOT = Path(__file__).resolve().parents[2]
 MODES = ["thread", "process"]
@@ -215,7 +215,7 @@ def test_slots_of_other_pools_or_released_ones_are_refused():
 
 @pytest.mark.parametrize("module", ["env_worker", "env_types", "env_backends", "env_pool"])
 def test_docstring_examples(module):
-    assert doctest.testmod(importlib.import_module(f"trl_env.rollout.{module}")).failed == 0
+    assert doctest.testmod(importlib.import_module(f"trl_env.engine.{module}")).failed == 0
 
 
 def test_close_cancels_pending_calls_and_is_idempotent():
@@ -241,8 +241,8 @@ def _python(script: str, **popen) -> subprocess.Popen:
 
 HANG_THEN_RETURN = """
     import sys, time
-    from tests.rollout.hostile_envs import Hostile
-    from trl_env.rollout.env_pool import EnvPool
+    from tests.engine.hostile_envs import Hostile
+    from trl_env.engine.env_pool import EnvPool
     pools = [EnvPool(Hostile, isolation=mode, workers=2, timeout=None) for mode in ("thread", "process")]
     futures = [pool.reset(seed)[1] for pool in pools for seed in ("hang", "wait_forever")]
     while any(worker.backend is None for worker in pools[1]._state.workers):

@@ -50,10 +50,10 @@ from concurrent.futures import Future
 from typing import Any, Literal
 
 from trl_env.core import Env
-from trl_env.rollout.env_backends import ProcessBackend, ThreadBackend, main_is_importable
-from trl_env.rollout.env_types import EnvContractError, EnvFault, EnvReply
-from trl_env.rollout.env_worker import describe
-from trl_env.rollout.pool_state import PoolState, Task
+from trl_env.engine.env_backends import ProcessBackend, ThreadBackend, main_is_importable
+from trl_env.engine.env_types import EnvContractError, EnvFault, EnvReply
+from trl_env.engine.env_worker import describe
+from trl_env.engine.pool_state import PoolState, Task
 
 __all__ = ["EnvContractError", "EnvFault", "EnvPool", "EnvReply", "EnvSlot", "Isolation"]
 

@@ -5,7 +5,7 @@ at a time on its backend (thread or process), so a call's deadline starts when t
 it. A lost worker (timeout, crash) is dropped and a fresh backend starts for the next call; the
 lost slot is unbound at once so that a queued slot can take the worker.
 
-The public face is :class:`trl_env.rollout.env_pool.EnvPool`; this module holds no env code.
+The public face is :class:`trl_env.engine.env_pool.EnvPool`; this module holds no env code.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass
 from typing import Any
 
-from trl_env.rollout.env_backends import WorkerLost
-from trl_env.rollout.env_types import EnvContractError, EnvFault, reply
+from trl_env.engine.env_backends import WorkerLost
+from trl_env.engine.env_types import EnvContractError, EnvFault, reply
 
-logger = logging.getLogger("trl_env.rollout.env_pool")
+logger = logging.getLogger("trl_env.engine.env_pool")
 CLOSE_GRACE_S = 1.0  # how long close() lets idle workers run their envs' close()
 _LIVE: weakref.WeakSet[PoolState] = weakref.WeakSet()
 _atexit_registered = False

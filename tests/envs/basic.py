@@ -1,0 +1,133 @@
+"""Env classes of the engine tests, in a light module: env workers are processes that import it."""
+
+from __future__ import annotations
+
+import random
+import time
+
+BAD_SEEDS = ("b", "d")  # the faulty envs misbehave only for these seeds
+
+
+class RandomEnv:
+    """Lives a random number of turns and answers with random text, some of it long or odd."""
+
+    TEXTS = ["ok", "Higher than 5.", "\nnew line first", "trailing\n\n", "café 日本語", "x" * 300, ""]
+
+    def __init__(self, seed_offset: int = 0):
+        self.reward, self.alive = 0.0, True
+        self.seed_offset = seed_offset
+
+    def reset(self, seed):
+        self.random = random.Random(f"{seed}-{self.seed_offset}")
+        self.lifetime = self.random.randint(1, 6)
+        return self, self.random.choice(self.TEXTS)
+
+    def step(self, action):
+        self.lifetime -= 1
+        self.reward = self.random.random()
+        self.alive = self.lifetime > 0
+        return self, self.random.choice(self.TEXTS)
+
+
+class Counting:
+    def __init__(self, turns=3):
+        self.reward, self.alive, self.turn, self.turns = 0.0, True, 0, turns
+
+    def reset(self, seed):
+        return self, f"start {seed}"
+
+    def step(self, action):
+        self.turn += 1
+        self.reward = float(self.turn)
+        self.alive = self.turn < self.turns
+        return self, f"turn {self.turn}"
+
+
+class RaisesAtStep2(Counting):
+    def reset(self, seed):
+        self.seed = seed
+        return super().reset(seed)
+
+    def step(self, action):
+        if self.turn == 1 and self.seed in BAD_SEEDS:
+            raise ConnectionError("backend went away")
+        return super().step(action)
+
+
+class RaisesAtReset(Counting):
+    def reset(self, seed):
+        if seed in BAD_SEEDS:
+            raise ValueError(f"bad seed {seed}")
+        return super().reset(seed)
+
+
+class Hangs(RaisesAtStep2):
+    def step(self, action):
+        if self.seed in BAD_SEEDS:
+            time.sleep(3)
+        return Counting.step(self, action)
+
+
+class ChaosEnv:
+    """Random alive/reward/deltas/exceptions, from a seeded plan."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.reward, self.alive = 0.0, True
+
+    def reset(self, seed):
+        self.random = random.Random(seed + str(self.plan))
+        if self.random.random() < self.plan["reset_error"]:
+            raise RuntimeError("reset chaos")
+        return self, self.random.choice(["", "go", "\n\n", "<|im_end|>", "x" * 100])
+
+    def step(self, action):
+        if self.random.random() < self.plan["step_error"]:
+            raise RuntimeError("step chaos")
+        self.reward = self.random.uniform(-5, 5)
+        self.alive = self.random.random() > self.plan["end"]
+        return self, self.random.choice(["", "ok", "\n", "<|im_start|>", "é" * 50])
+
+
+class ThreeTurnEnv:
+    """Three turns; the reward depends on the answers' lengths, so a group's rewards differ."""
+
+    def __init__(self):
+        self.reward, self.alive, self.turn = 0.0, True, 0
+
+    def reset(self, seed):
+        return self, f"Episode {seed}. Say something."
+
+    def step(self, action):
+        self.turn += 1
+        self.reward += (len(action) % 5) / 5
+        self.alive = self.turn < 3
+        return self, f"Turn {self.turn} done."
+
+
+class SometimesBroken(ThreeTurnEnv):
+    """Every other env raises at its second step."""
+
+    count = 0
+
+    def __init__(self):
+        super().__init__()
+        SometimesBroken.count += 1
+        self.broken = SometimesBroken.count % 2 == 0
+
+    def step(self, action):
+        if self.broken and self.turn == 1:
+            raise TimeoutError("upstream service timed out")
+        return super().step(action)
+
+
+class Countdown:
+    def reset(self, seed):
+        self.reward, self.alive, self.next = 0.0, True, int(seed)
+        return self, f"Count down from {seed}, one number per turn."
+
+    def step(self, action):
+        self.reward += action.strip() == str(self.next)
+        self.next -= 1
+        self.alive = self.next > 0
+        return self, "Next." if self.alive else "Done."
