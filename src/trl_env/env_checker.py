@@ -137,7 +137,7 @@ def check_env(
 
     Example:
         >>> print(check_env(GuessNumberEnv).table().splitlines()[0])
-        check-env GuessNumberEnv: all 15 checks passed
+        check-env GuessNumberEnv: all ... checks passed
     """
     report = EnvCheckReport(factory_name(env_factory))
     with EnvPool(env_factory, isolation="thread", workers=2, timeout=timeout) as pool:

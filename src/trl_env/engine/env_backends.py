@@ -102,7 +102,6 @@ class ThreadBackend:
         """Nothing to wait for: an abandoned thread is a daemon."""
 
 
-PRELOAD_IF_IMPORTED = ("numpy", "torch", "transformers")
 STARTUP_TIMEOUT_S = 300.0  # loading a factory's module (torch, a game engine) may be slow on a busy machine
 
 
@@ -192,12 +191,8 @@ def process_context(method: str = START_METHOD) -> Any:
         server = forkserver._forkserver  # private, but the only way to extend (not replace) the preload list
         if getattr(server, "_forkserver_pid", 1) is None:  # not started yet: the list still matters
             modules = list(getattr(server, "_preload_modules", ["__main__"]))
-            # Heavy libraries the trainer already imported are imported once in the server too, so that a
-            # worker loading an env module that imports them forks with them loaded (ms, not seconds).
-            heavy = [name for name in PRELOAD_IF_IMPORTED if name in sys.modules]
-            wanted = [name for name in (__name__, *heavy) if name not in modules]
-            if wanted:
-                context.set_forkserver_preload([*modules, *wanted])
+            if __name__ not in modules:
+                context.set_forkserver_preload([*modules, __name__])
     return context
 
 
