@@ -131,3 +131,33 @@ class Countdown:
         self.next -= 1
         self.alive = self.next > 0
         return self, "Next." if self.alive else "Done."
+
+
+class NumberedEnv:
+    """The n-th env made in this process scores n (mod 4) in one turn; every fourth (n % 4 == 2) raises at step."""
+
+    made = 0
+
+    def __init__(self):
+        self.index = NumberedEnv.made
+        NumberedEnv.made += 1
+        self.reward, self.alive = 0.0, True
+
+    def reset(self, seed):
+        return self, f"Say anything ({seed})."
+
+    def step(self, action):
+        if self.index % 4 == 2:
+            raise RuntimeError("the game server went away")
+        self.reward, self.alive = float(self.index % 4), False
+        return self, "Thanks."
+
+
+class FailsAtReset:
+    """Every reset fails, like the README's Countdown given non-numeric seeds."""
+
+    def reset(self, seed):
+        return self, str(int(seed))
+
+    def step(self, action):
+        return self, ""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 
 from trl_env.cli.arguments import (
@@ -98,8 +99,14 @@ def run(args: argparse.Namespace) -> int:
         bf16=args.bf16,
         rollout=config,
     )
+    from trl_env.trainer.failures import EnvFailuresError
+
     trainer = build_trainer(factory, model, tokenizer, seeds, settings, processor=build_processor(args, tokenizer))
-    trainer.train()
+    try:
+        trainer.train()
+    except EnvFailuresError as error:
+        print(f"trl-env: training stopped: {error}", file=sys.stderr)
+        return 1
     path = save_merged(trainer, tokenizer, Path(args.output_dir) / "final")
     (Path(args.output_dir) / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1))
     print(f"trained {trainer.state.global_step} steps; model saved to {path}")

@@ -73,7 +73,13 @@ class RolloutConfig:
             "an env that raises or times out: fail only that episode, or raise EnvError", choices=ON_ENV_ERROR
         ),
     )
-    failure_reward: float = field(default=0.0, metadata=_doc("reward of an episode whose env failed"))
+    failure_reward: float | None = field(
+        default=None,
+        metadata=_doc(
+            "reward of an episode whose env failed; None: unscorable (TRL leaves it out of its group's "
+            "baseline and trains nothing on it)"
+        ),
+    )
     check_invariants: bool = field(
         default=True, metadata=_doc("check every episode's token/mask/logprob invariants after a rollout")
     )
@@ -96,7 +102,9 @@ class RolloutConfig:
             raise ValueError(f"RolloutConfig.env_isolation must be one of {ENV_ISOLATION}, got {self.env_isolation!r}")
         if self.on_env_error not in ON_ENV_ERROR:
             raise ValueError(f"RolloutConfig.on_env_error must be one of {ON_ENV_ERROR}, got {self.on_env_error!r}")
-        if not isinstance(self.failure_reward, int | float) or not math.isfinite(self.failure_reward):
+        if self.failure_reward is not None and (
+            not isinstance(self.failure_reward, int | float) or not math.isfinite(self.failure_reward)
+        ):
             raise ValueError(f"RolloutConfig.failure_reward must be a finite number, got {self.failure_reward!r}")
         if not isinstance(self.system_prompt, str):
             raise TypeError(f"RolloutConfig.system_prompt must be a str, got {type(self.system_prompt).__name__}")

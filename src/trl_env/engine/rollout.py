@@ -20,7 +20,7 @@ How an episode ends, and its last token:
 * the budget runs out in the middle of a model turn: the last token is the last sampled one
   and the env is not stepped with the cut-off answer; TRL counts the sample as truncated.
 * the environment raises or times out (``on_env_error="fail_episode"``): the episode ends
-  with ``failure_reward`` and the error in ``Episode.error``.
+  with the error in ``Episode.error``; under a trainer it is unscorable unless ``failure_reward`` is set.
 
 Example:
     >>> episodes = rollout(GuessEnv, ["3"], generator, processor, tokenizer=tok)  # doctest: +SKIP
@@ -305,7 +305,8 @@ class RolloutEngine:
             raise EnvError(message)
         episode.stop_reason = StopReason.ENV_ERROR
         episode.error = message
-        episode.reward = self.config.failure_reward
+        if self.config.failure_reward is not None:
+            episode.reward = self.config.failure_reward  # else: the last reward seen, for the record only
         self._releases.append((episode, release))
 
 

@@ -2,7 +2,8 @@
 
 Example:
     >>> from trl_env.episode import Episode
-    >>> episode_metrics([Episode(seed="s", prompt_ids=[1], prompt_text="", reward=1.0)])["env/reward_mean"]
+    >>> episodes = [Episode(seed="s", prompt_ids=[1], prompt_text="", reward=1.0)]
+    >>> episode_metrics(episode_sums(episodes))["env/reward_mean"]
     1.0
 """
 
@@ -11,30 +12,42 @@ from __future__ import annotations
 from typing import Any
 
 from trl_env.episode import Episode, StopReason
-from trl_env.trainer.trl_compat import log_metric
+from trl_env.trainer.trl_compat import log_metric, sum_over_processes
 
 
-def episode_metrics(episodes: list[Episode]) -> dict[str, float]:
-    """The ``env/*`` figures of one rollout.
+def episode_sums(episodes: list[Episode]) -> list[float]:
+    """The additive counts behind the metrics: episodes, scored episodes, their reward, turns, errors,
+    parse failures, truncated episodes (sums, so that processes can add theirs up)."""
+    scored = [e for e in episodes if not e.failed]
+    return [
+        float(len(episodes)),
+        float(len(scored)),
+        sum(e.reward for e in scored),
+        float(sum(e.num_turns for e in episodes)),
+        float(sum(e.failed for e in episodes)),
+        float(sum(e.parse_failures for e in episodes)),
+        float(sum(e.stop_reason == StopReason.TOKEN_BUDGET for e in episodes)),
+    ]
 
-    Args:
-        episodes: the rollout's episodes.
+
+def episode_metrics(sums: list[float]) -> dict[str, float]:
+    """The ``env/*`` figures from :func:`episode_sums` (of one process, or added over all).
 
     Returns:
-        Mean reward and turns, error count, parse-failure rate (per model turn) and truncated rate.
+        Mean reward (of the episodes whose env did not fail) and turns, the number of failed episodes,
+        the parse-failure rate (per model turn) and the truncated rate.
     """
-    n = max(1, len(episodes))
-    turns = sum(e.num_turns for e in episodes)
+    n, scored, reward, turns, errors, parse_failures, truncated = sums
     return {
-        "env/reward_mean": sum(e.reward for e in episodes) / n,
-        "env/turns_mean": turns / n,
-        "env/errors": float(sum(e.failed for e in episodes)),
-        "env/parse_failure_rate": sum(e.parse_failures for e in episodes) / max(1, turns),
-        "env/truncated_rate": sum(e.stop_reason == StopReason.TOKEN_BUDGET for e in episodes) / n,
+        "env/reward_mean": reward / max(1.0, scored),
+        "env/turns_mean": turns / max(1.0, n),
+        "env/errors": errors,
+        "env/parse_failure_rate": parse_failures / max(1.0, turns),
+        "env/truncated_rate": truncated / max(1.0, n),
     }
 
 
 def log_episode_metrics(trainer: Any, episodes: list[Episode]) -> None:
-    """Add the rollout's ``env/*`` figures to the metrics TRL logs at its next logging step."""
-    for name, value in episode_metrics(episodes).items():
+    """Add the rollout's ``env/*`` figures, over the episodes of every process, to TRL's next log."""
+    for name, value in episode_metrics(sum_over_processes(trainer, episode_sums(episodes))).items():
         log_metric(trainer, name, value)

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +28,7 @@ from trl_env.engine.config import RolloutConfig
 from trl_env.engine.rollout import RolloutEngine
 from trl_env.episode import Episode
 from trl_env.generation.kv_cache import EpisodeCacheGenerator
+from trl_env.trainer.failures import FailureMonitor
 from trl_env.trainer.metrics import log_episode_metrics
 from trl_env.trainer.transcripts import TranscriptRecorder
 from trl_env.trainer.trl_compat import (
@@ -42,16 +44,34 @@ class NonAdditiveProcessorError(ValueError):
     """The processor failed the additivity check and no override was given."""
 
 
-def env_reward(completions: list[Any], env_reward: list[float] | None = None, **kwargs: Any) -> list[float]:
-    """TRL reward function: the environment's own reward of each episode.
+def env_reward(
+    completions: list[Any], env_reward: list[float | None] | None = None, **kwargs: Any
+) -> list[float | None]:
+    """TRL reward function: the environment's own reward of each episode (None for a failed episode).
+
+    TRL 1.16 treats a sample whose reward functions all return None as unscorable: it is left out of
+    its group's mean and standard deviation and gets advantage 0.
 
     Example:
-        >>> env_reward(["a", "b"], env_reward=[1.0, 0.5])
-        [1.0, 0.5]
+        >>> env_reward(["a", "b", "c"], env_reward=[1.0, 0.5, None])
+        [1.0, 0.5, None]
     """
     if env_reward is None:
         raise ValueError("env_reward needs the 'env_reward' column that make_rollout_func returns")
-    return [float(r) for r in env_reward]
+    return [None if r is None else float(r) for r in env_reward]
+
+
+def state_key(prompt_text: str, turns: list[Any]) -> str:
+    """A short hash of an observation history: turns that start from equal histories share an anchor state.
+
+    Example:
+        >>> state_key("p", []) == state_key("p", []) != state_key("q", [])
+        True
+    """
+    digest = hashlib.blake2b(prompt_text.encode("utf-8"), digest_size=8)
+    for turn in turns:
+        digest.update(b"\x00" + turn.action.encode("utf-8") + b"\x01" + turn.observation.encode("utf-8"))
+    return digest.hexdigest()
 
 
 def prompt_to_seed(prompt: Any) -> str:
@@ -73,11 +93,16 @@ def prompt_to_seed(prompt: Any) -> str:
     raise TypeError(f"the dataset's prompt column must hold seed strings; got {type(prompt).__name__}: {prompt!r:.80}")
 
 
-def episodes_to_batch(episodes: list[Episode], turn_end_id: int) -> dict[str, list[Any]]:
+def episodes_to_batch(
+    episodes: list[Episode], turn_end_id: int, failure_reward: float | None = None
+) -> dict[str, list[Any]]:
     """Turn episodes into the dict a TRL 1.16 ``rollout_func`` returns.
 
     An episode with no completion tokens (its env failed at reset) gets one end-of-turn
-    token with mask 0, so it is a finished sample that trains nothing.
+    token with mask 0, so it is a finished sample that trains nothing. A failed episode's
+    ``env_reward`` is None (unscorable) unless ``failure_reward`` is set. Per-turn columns for
+    turn-level credit (:mod:`trl_env.trainer.turn_level_grpo`): ``turn_rewards``, ``turn_spans``,
+    ``state_keys`` and ``failed``.
 
     Example:
         >>> batch = episodes_to_batch([Episode(seed="s", prompt_ids=[1], prompt_text="")], turn_end_id=2)
@@ -86,7 +111,19 @@ def episodes_to_batch(episodes: list[Episode], turn_end_id: int) -> dict[str, li
     """
     batch: dict[str, list[Any]] = {
         key: []
-        for key in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "env_reward", "num_turns", "transcript")
+        for key in (
+            "prompt_ids",
+            "completion_ids",
+            "logprobs",
+            "env_mask",
+            "env_reward",
+            "num_turns",
+            "transcript",
+            "turn_rewards",
+            "turn_spans",
+            "state_keys",
+            "failed",
+        )
     }
     for episode in episodes:
         if not episode.completion_ids:
@@ -97,9 +134,15 @@ def episodes_to_batch(episodes: list[Episode], turn_end_id: int) -> dict[str, li
         batch["completion_ids"].append(episode.completion_ids)
         batch["logprobs"].append(episode.logprobs)
         batch["env_mask"].append(episode.env_mask)
-        batch["env_reward"].append(episode.reward)
+        batch["env_reward"].append(None if episode.failed and failure_reward is None else episode.reward)
         batch["num_turns"].append(episode.num_turns)
         batch["transcript"].append(episode.text)
+        batch["turn_rewards"].append([0.0 if t.reward is None else t.reward for t in episode.turns])
+        batch["turn_spans"].append([list(t.span) for t in episode.turns])
+        batch["state_keys"].append(
+            [state_key(episode.prompt_text, episode.turns[:i]) for i in range(episode.num_turns)]
+        )
+        batch["failed"].append(episode.failed)
     return batch
 
 
@@ -113,6 +156,8 @@ def make_rollout_func(
     progress: bool = False,
     transcripts_every: int | None = None,
     transcripts_per_step: int | None = 4,
+    max_failure_rate: float = 0.5,
+    failure_window: int = 10,
     **settings: Any,
 ) -> Callable[[list[Any], Any], dict[str, list[Any]]]:
     """Build a TRL ``rollout_func`` that plays one episode per prompt.
@@ -130,6 +175,9 @@ def make_rollout_func(
         transcripts_every: record the episodes of every N-th step to ``OUTPUT_DIR/transcripts*.jsonl``
             (:class:`~trl_env.trainer.transcripts.TranscriptRecorder`; open with ``trl-env view``); None: off.
         transcripts_per_step: episodes recorded per recorded step; None for all.
+        max_failure_rate: stop training (:class:`~trl_env.trainer.failures.EnvFailuresError`, showing the first
+            errors) when every episode of a step failed, or more than this fraction over ``failure_window`` steps.
+        failure_window: the number of steps that fraction is taken over.
 
     Returns:
         ``rollout_func(prompts, trainer)`` for ``GRPOTrainer(rollout_func=...)``.
@@ -147,6 +195,7 @@ def make_rollout_func(
     # One engine, for the latest trainer only, held with a weak reference: a rollout_func reused across
     # trainers never keeps an old trainer (and its model) alive, and ids of dead trainers are never confused.
     current: dict[str, Any] = {"trainer": None, "engine": None, "recorder": None}
+    failures = FailureMonitor(max_rate=max_failure_rate, window=failure_window)
 
     def build(trainer: Any) -> RolloutEngine:
         tokenizer = trainer_tokenizer(trainer)
@@ -197,9 +246,10 @@ def make_rollout_func(
         engine: RolloutEngine = current["engine"]
         episodes = engine.run(env_factory, [prompt_to_seed(p) for p in prompts], progress=progress)
         log_episode_metrics(trainer, episodes)
+        failures.observe(episodes)
         if current["recorder"] is not None:
             current["recorder"].record(trainer.state.global_step, episodes)
-        return episodes_to_batch(episodes, engine.encoder.turn_end_id)
+        return episodes_to_batch(episodes, engine.encoder.turn_end_id, engine.config.failure_reward)
 
     return rollout_func
 

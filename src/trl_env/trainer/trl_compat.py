@@ -16,24 +16,25 @@ from typing import Any
 import trl
 from packaging.version import Version
 
-SUPPORTED_TRL = (Version("1.16.0"), Version("1.17.0"))
+SUPPORTED_TRL = (Version("1.15.0"), Version("1.17.0"))
 
 
 def require_supported_trl(version: str | None = None) -> None:
-    """Raise ``RuntimeError`` unless TRL is in the supported range (1.16.x).
+    """Raise ``RuntimeError`` unless TRL is in the supported range (1.15.x or 1.16.x).
 
     Example:
         >>> require_supported_trl("1.16.0")  # doctest: +ELLIPSIS
         >>> require_supported_trl("0.19.0")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        RuntimeError: trl-env needs trl>=1.16.0,<1.17.0 for rollout_func support; found trl 0.19.0 ...
+        RuntimeError: trl-env needs trl>=1.15.0,<1.17.0 for rollout_func support; found trl 0.19.0 ...
     """
     found = Version(version or trl.__version__)
     low, high = SUPPORTED_TRL
     if not (low <= found < high):
         raise RuntimeError(
-            f"trl-env needs trl>={low},<{high} for rollout_func support; found trl {found} (pip install 'trl==1.16.*')"
+            f"trl-env needs trl>={low},<{high} for rollout_func support; found trl {found} "
+            "(pip install 'trl>=1.15,<1.17')"
         )
 
 
@@ -61,6 +62,17 @@ def log_metric(trainer: Any, name: str, value: float) -> None:
     """Append ``value`` to the metric ``name`` that TRL averages and logs at each logging step."""
     mode = "train" if trainer.model.training else "eval"
     trainer._metrics[mode][name].append(float(value))
+
+
+def sum_over_processes(trainer: Any, values: list[float]) -> list[float]:
+    """Element-wise sum of ``values`` over the trainer's processes (collective; identity on one process)."""
+    accelerator = trainer.accelerator
+    if accelerator.num_processes <= 1:
+        return list(values)
+    import torch
+
+    tensor = torch.tensor(values, dtype=torch.float64, device=accelerator.device)
+    return [float(v) for v in accelerator.reduce(tensor, reduction="sum").tolist()]
 
 
 def uses_vllm(trainer: Any) -> bool:
