@@ -99,6 +99,9 @@ def load_factory(spec: str, kwargs_json: str = "{}") -> Callable[[], Any]:
     Example:
         >>> load_factory("examples.guess_number:GuessNumberEnv", '{"high": 8}')().high
         8
+        >>> env = load_factory("trl_env.adapters.reasoning_gym:reasoning_gym_env", '{"dataset": "leg_counting"}')()
+        >>> type(env).__name__
+        'ReasoningGymEnv'
         >>> load_factory("examples.guess_number:Nope")
         Traceback (most recent call last):
         ...
@@ -122,7 +125,19 @@ def load_factory(spec: str, kwargs_json: str = "{}") -> Callable[[], Any]:
         raise UsageError(f"cannot import the env factory {spec!r}: {type(error).__name__}: {error}") from None
     if not callable(factory):
         raise UsageError(f"the env factory {spec!r} is a {type(factory).__name__}, not a class or function")
-    return functools.partial(factory, **kwargs) if kwargs else factory
+    if isinstance(factory, type):
+        return functools.partial(factory, **kwargs) if kwargs else factory
+    # A function is either an env factory (returns an env) or an adapter (returns a factory, e.g.
+    # trl_env.adapters.textarena:textarena_env): call it once with the kwargs to tell which.
+    try:
+        made = factory(**kwargs)
+    except Exception as error:
+        raise UsageError(f"{spec}(**{kwargs_json}) raised {type(error).__name__}: {error}") from None
+    if callable(getattr(made, "reset", None)) and callable(getattr(made, "step", None)):
+        return functools.partial(factory, **kwargs) if kwargs else factory
+    if callable(made):
+        return made
+    raise UsageError(f"{spec} returned {type(made).__name__}: neither an env (reset/step) nor an env factory")
 
 
 def model_directory(path: str) -> str:
