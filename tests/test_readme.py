@@ -1,13 +1,21 @@
-"""The README's example runs as written."""
+"""The README's example runs as written: here, and after a plain install in a fresh venv."""
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+
+def readme_example() -> str:
+    return re.search(r"## Example\n.*?```python\n(.*?)```", README.read_text(), re.S).group(1)
 
 
 def test_readme_example_runs(tmp_path, monkeypatch, qwen3_tokenizer):
-    block = re.search(r"## Example\n\n```python\n(.*?)```", README.read_text(), re.S).group(1)
+    block = readme_example()
     monkeypatch.chdir(tmp_path)
     # reuse the session's tokenizer cache instead of rebuilding it (same result, 10 s faster)
     import trl_env.testing as testing
@@ -18,3 +26,24 @@ def test_readme_example_runs(tmp_path, monkeypatch, qwen3_tokenizer):
     trainer = namespace["trainer"]
     assert trainer.state.global_step == 2
     assert any("env/turns_mean" in entry for entry in trainer.state.log_history)
+
+
+def test_readme_example_runs_after_a_plain_install(tmp_path):
+    """``pip install ".[testing]"`` into a fresh venv (torch pinned first, as the Makefile does), then the example."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    subprocess.run([*pip, "torch==2.13.0"], check=True, timeout=900)
+    subprocess.run([*pip, f"{ROOT}[testing]"], check=True, timeout=900)
+    (tmp_path / "example.py").write_text(readme_example())
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")} | {"HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(
+        [str(venv / "bin" / "python"), "example.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (tmp_path / "outputs" / "readme").is_dir()
