@@ -12,9 +12,12 @@ Example:
     >>> with contextlib.redirect_stdout(io.StringIO()) as printed:
     ...     status = main(["train", "--env", "examples.guess_number:GuessNumberEnv", "--model", str(tiny_model_dir),
     ...                    "--steps", "1", "--num-generations", "2", "--prompts-per-step", "1", "--max-turns", "2",
-    ...                    "--max-turn-tokens", "4", "--max-completion-tokens", "64", "--output-dir", str(tmp_path)])
+    ...                    "--max-turn-tokens", "4", "--max-completion-tokens", "64", "--output-dir", str(tmp_path),
+    ...                    "--advantage", "turn", "--transcripts-every", "1"])
     >>> status, printed.getvalue().splitlines()[-1].startswith("trained 1 steps; model saved to")
     (0, True)
+    >>> len((tmp_path / "transcripts.jsonl").read_text().splitlines())  # step 0's episodes, for trl-env view
+    2
 """
 
 from __future__ import annotations
@@ -57,6 +60,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--report-to", default="none", help="TRL/transformers report_to (default none)")
     parser.add_argument("--output-dir", default="outputs/train", help="where the merged model and logs go")
     parser.add_argument(
+        "--advantage",
+        choices=("episode", "turn", "anchor"),
+        default="episode",
+        help="credit assignment: plain GRPO (episode), turn returns (turn), or anchor states (GiGPO-style)",
+    )
+    parser.add_argument("--gamma", type=float, default=1.0, help="discount of later turns (turn, anchor)")
+    parser.add_argument(
         "--transcripts-every",
         type=int,
         default=None,
@@ -98,6 +108,10 @@ def run(args: argparse.Namespace) -> int:
         report_to=args.report_to,
         bf16=args.bf16,
         rollout=config,
+        advantage=args.advantage,
+        gamma=args.gamma,
+        transcripts_every=args.transcripts_every,
+        transcripts_per_step=args.transcripts_per_step or None,
     )
     from trl_env.trainer.failures import EnvFailuresError
 

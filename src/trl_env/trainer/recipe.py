@@ -42,6 +42,8 @@ class TrainSettings:
     logging_steps: int = 1
     bf16: bool = False
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    advantage: str = "episode"  # "episode" (plain GRPO), "turn" or "anchor": see trl_env.trainer.advantages
+    gamma: float = 1.0  # discount of later turns' rewards in the turn-level modes
     transcripts_every: int | None = None  # record every N-th step's episodes (trl-env view)
     transcripts_per_step: int | None = 4
     extra_args: dict[str, Any] = field(default_factory=dict)
@@ -171,7 +173,14 @@ def build_trainer(
     all_callbacks = list(callbacks)
     if settings.max_minutes is not None:
         all_callbacks.append(TimeLimit(settings.max_minutes))
-    return GRPOTrainer(
+    trainer_class: Any = GRPOTrainer
+    extra: dict[str, Any] = {}
+    if settings.advantage != "episode":
+        from trl_env.trainer.turn_level_grpo import TurnLevelGRPOTrainer
+
+        trainer_class, extra = TurnLevelGRPOTrainer, {"advantage_mode": settings.advantage, "gamma": settings.gamma}
+    return trainer_class(
+        **extra,
         model=model,
         processing_class=tokenizer,
         reward_funcs=env_reward,

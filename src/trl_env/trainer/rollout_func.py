@@ -30,7 +30,7 @@ from trl_env.episode import Episode
 from trl_env.generation.kv_cache import EpisodeCacheGenerator
 from trl_env.trainer.failures import FailureMonitor
 from trl_env.trainer.metrics import log_episode_metrics
-from trl_env.trainer.transcripts import TranscriptRecorder
+from trl_env.trainer.transcripts import FlushTranscripts, TranscriptRecorder
 from trl_env.trainer.trl_compat import (
     enable_vllm_cpu_weight_sync,
     model_for_generation,
@@ -236,13 +236,14 @@ def make_rollout_func(
             if current["recorder"] is not None:
                 current["recorder"].close()
             if transcripts_every is not None:
-                current["recorder"] = TranscriptRecorder(
+                current["recorder"] = recorder = TranscriptRecorder(
                     trainer.args.output_dir,
                     current["engine"].tokenizer,
                     every=transcripts_every,
                     per_step=transcripts_per_step,
                     process_index=trainer.accelerator.process_index,
                 )
+                trainer.add_callback(FlushTranscripts(recorder))  # write what is queued when training ends
         engine: RolloutEngine = current["engine"]
         episodes = engine.run(env_factory, [prompt_to_seed(p) for p in prompts], progress=progress)
         log_episode_metrics(trainer, episodes)

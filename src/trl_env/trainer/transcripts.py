@@ -28,10 +28,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from transformers import TrainerCallback
+
 from trl_env.episode import Episode
 from trl_env.viewer.records import episode_record, read_records
 
-__all__ = ["TranscriptRecorder", "read_records"]
+__all__ = ["FlushTranscripts", "TranscriptRecorder", "read_records"]
 
 
 class TranscriptRecorder:
@@ -79,9 +81,10 @@ class TranscriptRecorder:
         return True
 
     def close(self) -> None:
-        """Write what is queued and stop the thread."""
-        self._queue.put(None)
-        self._thread.join()
+        """Write what is queued and stop the thread (idempotent)."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
 
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:
@@ -97,3 +100,13 @@ class TranscriptRecorder:
                     out.write(lines)
             except BaseException as error:  # reported by the next record() call, in the training thread
                 self._error = error
+
+
+class FlushTranscripts(TrainerCallback):
+    """Closes a :class:`TranscriptRecorder` when training ends, so that every queued step is on disk."""
+
+    def __init__(self, recorder: TranscriptRecorder) -> None:
+        self.recorder = recorder
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.recorder.close()
