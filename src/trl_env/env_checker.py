@@ -18,7 +18,7 @@ from typing import Any
 
 from trl_env.core import Env
 from trl_env.engine.env_pool import EnvContractError, EnvFault, EnvPool, EnvReply
-from trl_env.engine.rollout import factory_name
+from trl_env.engine.isolation import factory_name
 
 ADVERSARIAL_ACTIONS = [
     "",

@@ -29,9 +29,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
-import pickle
-import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
@@ -51,6 +48,7 @@ from trl_env.core import (
 from trl_env.engine.config import RolloutConfig
 from trl_env.engine.env_calls import EnvError
 from trl_env.engine.env_pool import EnvFault, EnvPool, EnvSlot
+from trl_env.engine.isolation import choose_isolation, factory_name
 from trl_env.episode import Episode, SegmentKind, StopReason, Turn
 from trl_env.generation.base import cut_at_stop
 
@@ -87,50 +85,6 @@ def parse_turn(processor: Processor, completion: str) -> ParsedOutput:
         return processor.parse(completion)
     reasoning, action = processor.parse_agent_output(completion)
     return ParsedOutput(reasoning, action, bool(action.strip()))
-
-
-def factory_name(env_factory: Callable[..., object]) -> str:
-    """The name errors use for an env factory (the class or function; a partial's function).
-
-    Example:
-        >>> factory_name(functools.partial(dict, a=1))
-        'dict'
-    """
-    while isinstance(env_factory, functools.partial):
-        env_factory = env_factory.func
-    return getattr(env_factory, "__qualname__", None) or type(env_factory).__name__
-
-
-def choose_isolation(env_factory: Callable[[], Env], isolation: str) -> str:
-    """The isolation an ``"auto"`` config gets: ``"process"`` when the factory can be sent to a child
-    process by reference (defined at module level in an importable module other than the script being
-    run: a worker would re-run an unguarded script), else ``"thread"`` with a warning.
-
-    Example:
-        >>> choose_isolation(dict, "auto"), choose_isolation(lambda: None, "auto")
-        ('process', 'thread')
-    """
-    if isinstance(isolation, str) and isolation != "auto":
-        return isolation
-    try:
-        pickle.dumps(env_factory)
-    except Exception:
-        sendable = False
-    else:
-        target = env_factory
-        while isinstance(target, functools.partial):
-            target = target.func
-        sendable = getattr(target, "__module__", None) != "__main__"
-    if sendable:
-        return "process"
-    warnings.warn(
-        f"the env factory {factory_name(env_factory)} cannot be sent to a worker process (it is not defined at "
-        "module level in an importable module other than the script being run), so its envs run in threads: a hung "
-        "call is abandoned, not killed, and a crash in env code ends the run. Define it in a module of its own, or "
-        "set env_isolation='thread' to silence this.",
-        stacklevel=4,
-    )
-    return "thread"
 
 
 class RolloutEngine:
