@@ -302,6 +302,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n== before vs after ({len(seeds)} held-out episodes, sampled at temperature 1)")
     print(comparison_table(before, after))
     plot_reward_curve(trainer.state.log_history, before, after, out / "reward_curve.png")
+    from trl_env.viewer import write_page
+
+    # the held-out episodes before and after, on one page (filter by step: 0 = before, 1 = after)
+    records = [{**r, "step": 0} for r in before.records] + [{**r, "step": 1} for r in after.records]
+    page = write_page(records, out / "transcripts.html", title="trl-env demo: held-out episodes before (0) / after (1)")
+    print(f"transcripts page: {page}")
     summary = {
         "seed": args.seed,
         "smoke": args.smoke,

@@ -41,6 +41,8 @@ def test_demo_smoke_run_writes_every_output(tiny_model_dir, tmp_path):
     history = json.loads((out / "log_history.json").read_text())
     assert [h["step"] for h in history if "reward" in h] == [1, 2]
     assert (out / "reward_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = (out / "transcripts.html").read_text()
+    assert "<script" in page and "http://" not in page.split("<script", 1)[0]  # the page is there, self-contained
 
 
 def test_train_command_saves_a_model_that_eval_loads(tiny_model_dir, tmp_path, monkeypatch, capsys):
