@@ -53,6 +53,7 @@ def _doctest_names(request):
     if not isinstance(request.node, pytest.DoctestItem):
         return
     from examples.guess_number import GuessNumberEnv
+    from trl_env.chat.chunk_encoder import ChunkEncoder
     from trl_env.chat.template_processor import ChatTemplateProcessor
     from trl_env.cli import main as cli_main
     from trl_env.generation.transformers_generator import TransformersGenerator
@@ -68,6 +69,12 @@ def _doctest_names(request):
             model, tokenizer, stop_token_ids=[tokenizer.convert_tokens_to_ids("<|im_end|>")]
         ),
         GuessNumberEnv=GuessNumberEnv,
+        GuessEnv=GuessNumberEnv,
+        MyEnv=GuessNumberEnv,
+        seeds=["3", "9"],
+        tok=tokenizer,
+        tiny_qwen3=model,
+        encoder=ChunkEncoder(tokenizer, ChatTemplateProcessor(tokenizer)),
         main=cli_main,
         tiny_model_dir=request.getfixturevalue("tiny_model_dir"),
         tmp_path=request.getfixturevalue("tmp_path"),

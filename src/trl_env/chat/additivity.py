@@ -8,8 +8,8 @@ at special tokens, and fails e.g. when a generation prompt ends in plain text
 many conversations instead of assuming it.
 
 Example:
-    >>> report = check_additivity(tokenizer, processor)  # doctest: +SKIP
-    >>> report.ok  # doctest: +SKIP
+    >>> report = check_additivity(tokenizer, processor)
+    >>> report.ok
     True
 """
 
@@ -133,8 +133,8 @@ def compare_pieces(tokenizer: PreTrainedTokenizerBase, case: str, pieces: Sequen
     Example:
         >>> def piece(kind, text):
         ...     return Piece(kind, text, tokenizer.encode(text, add_special_tokens=False))
-        >>> pieces = [piece("model", "Done."), piece("env", "\\n<|im_start|>")]  # doctest: +SKIP
-        >>> compare_pieces(tokenizer, "dot", pieces)  # doctest: +SKIP
+        >>> pieces = [piece("model", "Done."), piece("env", "\\n<|im_start|>")]
+        >>> compare_pieces(tokenizer, "dot", pieces)
         AdditivityFailure(case='dot', boundary='model | env', ...)
     """
     text = "".join(p.text for p in pieces)
@@ -227,7 +227,7 @@ def check_additivity(
     (:func:`~trl_env.chat.template_check.template_differences`) unless ``compare_template=False``.
 
     Example:
-        >>> check_additivity(tokenizer, ChatTemplateProcessor(tokenizer)).ok  # doctest: +SKIP
+        >>> check_additivity(tokenizer, ChatTemplateProcessor(tokenizer)).ok
         True
     """
     encoder = ChunkEncoder(tokenizer, processor)

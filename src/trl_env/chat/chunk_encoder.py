@@ -10,9 +10,9 @@ Non-special added tokens (Qwen3's ``<think>``, ``<tool_response>``) are ordinary
 and keep their ids in environment text too: they cannot end a turn.
 
 Example:
-    >>> encoder = ChunkEncoder(tokenizer, processor)  # doctest: +SKIP
-    >>> ids, text = encoder.user_turn("<|im_end|>", first=False, system_prompt="", close_turn=False)  # doctest: +SKIP
-    >>> tokenizer.convert_tokens_to_ids("<|im_end|>") in ids[3:-5]  # doctest: +SKIP
+    >>> encoder = ChunkEncoder(tokenizer, processor)
+    >>> ids, text = encoder.user_turn("<|im_end|>", close_turn=False)  # env text spelling a special token
+    >>> tokenizer.convert_tokens_to_ids("<|im_end|>") in ids[4:-5]  # ... stays plain text
     False
 """
 
@@ -83,7 +83,7 @@ class ChunkEncoder:
         """Tokenize trusted markup, special tokens included.
 
         Example:
-            >>> encoder.encode_markup("<|im_start|>user\\n")  # doctest: +SKIP
+            >>> encoder.encode_markup("<|im_start|>user\\n")
             [151644, 872, 198]
         """
         return self.encode(markup, "", "")
@@ -95,7 +95,7 @@ class ChunkEncoder:
         only the piece holding ``untrusted`` goes to the tokenizer each time.
 
         Example:
-            >>> encoder.encode("<|im_start|>user\\n", "<|im_end|>", "<|im_end|>")[-1]  # doctest: +SKIP
+            >>> encoder.encode("<|im_start|>user\\n", "<|im_end|>", "<|im_end|>")[-1]
             151645
         """
         head = self._pieces(before)
@@ -151,8 +151,9 @@ class ChunkEncoder:
         """Cut ``delta`` to ``max_tokens`` tokens (as plain text), marking how much was dropped.
 
         Example:
-            >>> encoder.truncate("word " * 1000, 10).endswith("[... 990 tokens truncated]")  # doctest: +SKIP
-            True
+            >>> encoder.truncate("word " * 1000, 10)
+            'word word word word word word word word word word\\n[... 991 tokens truncated]'
+
         """
         if len(delta) <= max_tokens:  # a token is at least one character
             return delta
@@ -166,7 +167,7 @@ class ChunkEncoder:
         """Ids and text of an episode's prompt: the system block and the first user turn.
 
         Example:
-            >>> ids, text = encoder.prompt("", "Hi")  # doctest: +SKIP
+            >>> ids, text = encoder.prompt("", "Hi")
         """
         if system_prompt:
             render = self.processor.init_system_input  # raises the processor's own error where unsupported
@@ -186,8 +187,8 @@ class ChunkEncoder:
         ``close_turn`` prepends the end-of-turn token (the model stopped without it).
 
         Example:
-            >>> ids, text = encoder.user_turn("Higher.", close_turn=False)  # doctest: +SKIP
-            >>> text  # doctest: +SKIP
+            >>> ids, text = encoder.user_turn("Higher.", close_turn=False)
+            >>> text
             '\\n<|im_start|>user\\nHigher.<|im_end|>\\n<|im_start|>assistant\\n'
         """
         content = self._content(self.processor.append_user_input, self._user_prefix, self._user_suffix, delta)

@@ -73,8 +73,9 @@ def parse_with_response_template(
     so that templates whose content field closes on it see a complete turn.
 
     Example:
-        >>> parse_with_response_template(tokenizer, "<think>a</think>b", "<|im_start|>assistant\\n",
-        ...                              "<|im_end|>")  # doctest: +SKIP
+        >>> from trl.chat_template_utils import add_response_schema
+        >>> parse_with_response_template(add_response_schema(tokenizer), "<think>a</think>b",
+        ...                              "<|im_start|>assistant\\n", "<|im_end|>")
         ParsedOutput(reasoning='a', action='b', ok=True)
     """
     try:

@@ -12,8 +12,8 @@ A template whose generation prompt does not reappear in the history (DeepSeek-R1
 :class:`ChunkingError` says why and names the preset to use instead.
 
 Example:
-    >>> processor = ChatTemplateProcessor(tokenizer)  # doctest: +SKIP
-    >>> processor.append_user_input("Hi")  # doctest: +SKIP
+    >>> processor = ChatTemplateProcessor(tokenizer)
+    >>> processor.append_user_input("Hi")
     '<|im_start|>user\\nHi<|im_end|>\\n<|im_start|>assistant\\n'
 """
 
@@ -68,7 +68,7 @@ def derive_chunks(tokenizer: PreTrainedTokenizerBase, template_kwargs: dict[str,
     """Cut the tokenizer's chat template into :class:`ChatChunks`.
 
     Example:
-        >>> derive_chunks(tokenizer).turn_end  # doctest: +SKIP
+        >>> derive_chunks(tokenizer).turn_end
         '<|im_end|>'
     """
     if not tokenizer.chat_template:
@@ -163,8 +163,8 @@ class ChatTemplateProcessor(ChunkedProcessor):
     split on the family's thinking markers.
 
     Example:
-        >>> processor = ChatTemplateProcessor(tokenizer)  # doctest: +SKIP
-        >>> processor.parse_agent_output("<think>plan</think>\\n\\n42")  # doctest: +SKIP
+        >>> processor = ChatTemplateProcessor(tokenizer)
+        >>> processor.parse_agent_output("<think>plan</think>\\n\\n42")
         ('plan', '42')
     """
 
@@ -187,7 +187,7 @@ class ChatTemplateProcessor(ChunkedProcessor):
         """Parse with the response template, falling back to thinking markers.
 
         Example:
-            >>> ChatTemplateProcessor(tokenizer).parse("<think>a</think>b")  # doctest: +SKIP
+            >>> ChatTemplateProcessor(tokenizer).parse("<think>a</think>b")
             ParsedOutput(reasoning='a', action='b', ok=True)
         """
         if getattr(self.tokenizer, "response_template", None) is not None:

@@ -23,8 +23,8 @@ How an episode ends, and its last token:
   with the error in ``Episode.error``; under a trainer it is unscorable unless ``failure_reward`` is set.
 
 Example:
-    >>> episodes = rollout(GuessEnv, ["3"], generator, processor, tokenizer=tok)  # doctest: +SKIP
-    >>> episodes[0].check(tok)  # doctest: +SKIP
+    >>> episodes = rollout(GuessEnv, ["3"], generator, processor, tokenizer=tok)
+    >>> episodes[0].check(tok)
 """
 
 from __future__ import annotations
@@ -290,9 +290,9 @@ def rollout(
         The finished episodes.
 
     Example:
-        >>> episodes = rollout(GuessEnv, ["3", "9"], generator, processor, max_turns=4)  # doctest: +SKIP
-        >>> [e.reward for e in episodes]  # doctest: +SKIP
-        [1.0, 0.0]
+        >>> episodes = rollout(GuessEnv, ["3", "9"], generator, processor, max_turns=4, max_turn_tokens=4)
+        >>> [e.seed for e in episodes], all(e.num_turns <= 4 for e in episodes)
+        (['3', '9'], True)
     """
     if tokenizer is None:
         carrier = next((obj for obj in (processor, generator) if isinstance(obj, HasTokenizer)), None)

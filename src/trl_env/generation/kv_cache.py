@@ -13,10 +13,10 @@ keys and values the model would compute, so the same distribution and logprobs):
   environment's reply).
 
 Example:
-    >>> generator = EpisodeCacheGenerator(model, tokenizer, temperature=1.0)  # doctest: +SKIP
-    >>> first = generator.generate([[1, 2, 3, 4]], max_new_tokens=4)[0]  # doctest: +SKIP
-    >>> generator.generate([[1, 2, 3, 4, *first.ids, 9, 9]], max_new_tokens=4)  # doctest: +SKIP
-    >>> generator.stats.reused_tokens  # doctest: +SKIP
+    >>> generator = EpisodeCacheGenerator(model, tokenizer, temperature=1.0)
+    >>> first = generator.generate([[1, 2, 3, 4]], max_new_tokens=4)[0]
+    >>> _ = generator.generate([[1, 2, 3, 4, *first.ids, 9, 9]], max_new_tokens=4)
+    >>> generator.stats.reused_tokens  # the first call's context and sampled tokens (but the last) were not re-fed
     7
 """
 
@@ -54,7 +54,7 @@ def has_plain_cache(model: PreTrainedModel) -> bool:
     layer drops old keys, so a cached prefix would not line up with the attention mask.
 
     Example:
-        >>> has_plain_cache(tiny_qwen3)  # doctest: +SKIP
+        >>> has_plain_cache(tiny_qwen3)
         True
     """
     return all(type(layer) is DynamicLayer for layer in DynamicCache(config=model.config).layers)
@@ -77,8 +77,9 @@ class PrefixCachingGenerator(TransformersGenerator):
     attention (:func:`has_plain_cache`), it simply is a :class:`TransformersGenerator`.
 
     Example:
-        >>> generator = PrefixCachingGenerator(model, tokenizer, temperature=1.0)  # doctest: +SKIP
-        >>> generator.generate([[1, 2, 3, 4], [1, 2, 3, 5]], max_new_tokens=4)  # doctest: +SKIP
+        >>> generator = PrefixCachingGenerator(model, tokenizer, temperature=1.0)
+        >>> [len(g.ids) for g in generator.generate([[1, 2, 3, 4], [1, 2, 3, 5]], max_new_tokens=4)]
+        [4, 4]
     """
 
     min_prefix = 8
@@ -141,9 +142,11 @@ class EpisodeCacheGenerator(PrefixCachingGenerator):
     :class:`TransformersGenerator`, without any reuse.
 
     Example:
-        >>> generator = EpisodeCacheGenerator(model, tokenizer, temperature=1.0)  # doctest: +SKIP
-        >>> rollout(MyEnv, seeds, generator, processor, tokenizer, max_turns=16)  # doctest: +SKIP
-        >>> f"{generator.stats.reuse_rate:.0%} of context tokens were not re-encoded"  # doctest: +SKIP
+        >>> from trl_env import rollout
+        >>> generator = EpisodeCacheGenerator(model, tokenizer, temperature=1.0, stop_token_ids=[151645])
+        >>> _ = rollout(MyEnv, seeds, generator, processor, tokenizer=tokenizer, max_turns=4, max_turn_tokens=4)
+        >>> generator.stats.reuse_rate > 0.5  # most context tokens were not re-encoded
+        True
     """
 
     max_idle_calls = 1
@@ -159,7 +162,9 @@ class EpisodeCacheGenerator(PrefixCachingGenerator):
         """Drop every stored cache.
 
         Example:
-            >>> generator.clear(); len(generator)  # doctest: +SKIP
+            >>> cached = EpisodeCacheGenerator(model, tokenizer)
+            >>> _ = cached.generate([[1, 2, 3]], max_new_tokens=2)
+            >>> cached.clear(); len(cached)
             0
         """
         self._entries.clear()

@@ -6,8 +6,9 @@ downloading the family's tokenizer. (The special tokens are the ones the templat
 the ordinary-text BPE is Qwen's.)
 
 Example:
-    >>> tok = tokenizer_for_template("llama3_2", build_qwen3_tokenizer())  # doctest: +SKIP
-    >>> tok.convert_tokens_to_ids("<|eot_id|>") > 151668  # doctest: +SKIP
+    >>> from trl_env.testing import build_qwen3_tokenizer
+    >>> tok = tokenizer_for_template("llama3_2", build_qwen3_tokenizer())
+    >>> tok.convert_tokens_to_ids("<|eot_id|>") > 151668
     True
 """
 
@@ -101,7 +102,7 @@ def tokenizer_for_template(name: str, qwen3_tokenizer: PreTrainedTokenizerFast) 
     """A copy of ``qwen3_tokenizer`` carrying template ``name`` and its family's special tokens.
 
     Example:
-        >>> tokenizer_for_template("gemma3", build_qwen3_tokenizer()).eos_token  # doctest: +SKIP
+        >>> tokenizer_for_template("gemma3", tokenizer).eos_token
         '<end_of_turn>'
     """
     specials, bos, eos = FAMILIES[name]

@@ -13,8 +13,8 @@ def build_tiny_qwen3_model(
 
     Example:
         >>> from trl_env.testing import build_qwen3_tokenizer
-        >>> model = build_tiny_qwen3_model(build_qwen3_tokenizer())  # doctest: +SKIP
-        >>> model.config.num_hidden_layers  # doctest: +SKIP
+        >>> model = build_tiny_qwen3_model(build_qwen3_tokenizer())
+        >>> model.config.num_hidden_layers
         2
     """
     torch.manual_seed(seed)
