@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from trl_env.core import ParsedOutput
+from trl_env.core import ParsedOutput, Processor, StrictParser
 
 if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
     from transformers import PreTrainedTokenizerBase
@@ -90,3 +90,20 @@ def parse_with_response_template(
     if tool_calls:
         action = "\n".join(part for part in (action, format_tool_calls(tool_calls)) if part)
     return ParsedOutput(str(reasoning).strip(), action, True)
+
+
+def parse_turn(processor: Processor, completion: str) -> ParsedOutput:
+    """Parse one model turn: the processor's own :meth:`~trl_env.core.StrictParser.parse` when it has one;
+    otherwise ``parse_agent_output``, with an empty action counted as a parse failure.
+
+    Example:
+        >>> class Plain:
+        ...     def parse_agent_output(self, completion):
+        ...         return "", completion.strip()
+        >>> parse_turn(Plain(), "  "), parse_turn(Plain(), "7")
+        (ParsedOutput(reasoning='', action='', ok=False), ParsedOutput(reasoning='', action='7', ok=True))
+    """
+    if isinstance(processor, StrictParser):
+        return processor.parse(completion)
+    reasoning, action = processor.parse_agent_output(completion)
+    return ParsedOutput(reasoning, action, bool(action.strip()))

@@ -36,14 +36,13 @@ from typing import TYPE_CHECKING, Any
 from tqdm.auto import tqdm
 
 from trl_env.chat.chunk_encoder import ChunkEncoder
+from trl_env.chat.parsing import parse_turn
 from trl_env.core import (
     CollectiveGenerator,
     Env,
     Generator,
     HasTokenizer,
-    ParsedOutput,
     Processor,
-    StrictParser,
 )
 from trl_env.engine.config import RolloutConfig
 from trl_env.engine.env_calls import EnvError
@@ -68,23 +67,6 @@ class _Live:
         if config.max_completion_tokens is None:
             return float("inf")
         return config.max_completion_tokens - len(self.episode.completion_ids)
-
-
-def parse_turn(processor: Processor, completion: str) -> ParsedOutput:
-    """Parse one model turn: the processor's own :meth:`~trl_env.core.StrictParser.parse` when it has one;
-    otherwise ``parse_agent_output``, with an empty action counted as a parse failure.
-
-    Example:
-        >>> class Plain:
-        ...     def parse_agent_output(self, completion):
-        ...         return "", completion.strip()
-        >>> parse_turn(Plain(), "  "), parse_turn(Plain(), "7")
-        (ParsedOutput(reasoning='', action='', ok=False), ParsedOutput(reasoning='', action='7', ok=True))
-    """
-    if isinstance(processor, StrictParser):
-        return processor.parse(completion)
-    reasoning, action = processor.parse_agent_output(completion)
-    return ParsedOutput(reasoning, action, bool(action.strip()))
 
 
 class RolloutEngine:
