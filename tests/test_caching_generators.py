@@ -91,13 +91,17 @@ def test_episode_cache_is_dropped_when_the_weights_change(qwen3_tokenizer, tiny_
             tiny_qwen3.model.norm.weight.sub_(bias)
 
 
-def test_episode_cache_forgets_episodes_that_stopped(qwen3_tokenizer, tiny_qwen3):
+def test_episode_cache_drops_ended_episodes_and_the_least_recently_used(qwen3_tokenizer, tiny_qwen3):
     generator = EpisodeCacheGenerator(tiny_qwen3, qwen3_tokenizer, temperature=1.0, stop_token_ids=[IM_END])
-    generator.generate([_opening(4), _opening(5)], max_new_tokens=3)
+    generator.max_entries = 3
+    first = generator.generate([_opening(4), _opening(5)], max_new_tokens=3)
     assert len(generator) == 2
-    generator.generate([_opening(7)], max_new_tokens=3)  # the two earlier episodes are idle once: kept
+    generator.generate([_opening(7)], max_new_tokens=3)  # idle entries are kept while there is room
     assert len(generator) == 3
-    generator.generate([_opening(8)], max_new_tokens=3)  # idle twice: dropped
+    generator.generate([_opening(8)], max_new_tokens=3)  # over max_entries: the oldest call's go first
+    assert len(generator) == 3
+    assert not any(key[: len(_opening(4))] == tuple(_opening(4)) for key in generator._entries)
+    generator.end_episode([*_opening(5), *first[1].ids, 7])  # an ended episode is dropped at once
     assert len(generator) == 2
     generator.clear()
     assert len(generator) == 0

@@ -18,6 +18,10 @@ protocol                  what the engine does with it
 :class:`Closable`         an env whose ``close()`` is called when its episode ends
 :class:`Generator`        the sampling backend: batched contexts in, sampled ids and logprobs out
 :class:`CollectiveGenerator`  a generator whose calls are collective across processes
+:class:`ConcurrentGenerator`  a generator that takes requests without blocking (a server batching
+                          continuously): the per-episode schedule sends each ready context at once
+:class:`EpisodeMemory`    a generator keeping per-episode state (keys and values): told when an
+                          episode ends, so it can drop it
 ========================  =====================================================================
 
 Example:
@@ -38,7 +42,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 Action = str
@@ -173,6 +178,38 @@ class CollectiveGenerator(Generator, Protocol):
     """
 
     def any_rank_live(self, has_live: bool) -> bool: ...
+
+
+@runtime_checkable
+class ConcurrentGenerator(Generator, Protocol):
+    """A generator that also takes requests without blocking; the server batches them continuously.
+
+    ``submit`` returns at once with a future of what ``generate`` would return for the same arguments.
+
+    Example:
+        >>> from concurrent.futures import ThreadPoolExecutor
+        >>> class Threaded:
+        ...     pool = ThreadPoolExecutor(2)
+        ...     def generate(self, contexts, max_new_tokens):
+        ...         return [Generation([7] * max_new_tokens, [0.0] * max_new_tokens) for _ in contexts]
+        ...     def submit(self, contexts, max_new_tokens):
+        ...         return self.pool.submit(self.generate, contexts, max_new_tokens)
+        >>> isinstance(Threaded(), ConcurrentGenerator), Threaded().submit([[1]], 2).result()[0].ids
+        (True, [7, 7])
+    """
+
+    def submit(self, contexts: list[list[int]], max_new_tokens: int) -> Future[list[Generation]]: ...
+
+
+@runtime_checkable
+class EpisodeMemory(Protocol):
+    """A generator that keeps state per episode between calls (e.g. its keys and values).
+
+    The engine calls ``end_episode(context)`` with an episode's last context when the episode ends, so
+    the state kept for it (and for any shorter context of it) can be dropped at once.
+    """
+
+    def end_episode(self, context: Sequence[int]) -> None: ...
 
 
 def metrics_of(env: object) -> dict[str, float] | None:

@@ -29,6 +29,8 @@ OnEnvError = Literal["fail_episode", "raise"]
 ON_ENV_ERROR: tuple[str, ...] = ("fail_episode", "raise")
 EnvIsolation = Literal["auto", "process", "thread"]
 ENV_ISOLATION: tuple[str, ...] = ("auto", "process", "thread")
+Schedule = Literal["episode", "turn"]
+SCHEDULE: tuple[str, ...] = ("episode", "turn")
 
 
 def _doc(text: str, **extra: Any) -> Any:
@@ -80,6 +82,24 @@ class RolloutConfig:
             "baseline and trains nothing on it)"
         ),
     )
+    schedule: Schedule = field(
+        default="episode",
+        metadata=_doc(
+            "'episode': each episode advances as soon as its env answers, ready contexts are batched per "
+            "generator call; 'turn': every episode waits for the slowest env of its turn",
+            choices=SCHEDULE,
+        ),
+    )
+    gather_window: float = field(
+        default=0.02,
+        metadata=_doc(
+            "schedule='episode': seconds to wait for more envs to answer before a generator call "
+            "(bigger batches against idle generator time)"
+        ),
+    )
+    max_batch: int | None = field(
+        default=None, metadata=_doc("schedule='episode': most contexts per generator call (None: no cap)")
+    )
     check_invariants: bool = field(
         default=True, metadata=_doc("check every episode's token/mask/logprob invariants after a rollout")
     )
@@ -100,6 +120,11 @@ class RolloutConfig:
             )
         if self.env_isolation not in ENV_ISOLATION:
             raise ValueError(f"RolloutConfig.env_isolation must be one of {ENV_ISOLATION}, got {self.env_isolation!r}")
+        if self.schedule not in SCHEDULE:
+            raise ValueError(f"RolloutConfig.schedule must be one of {SCHEDULE}, got {self.schedule!r}")
+        window = self.gather_window
+        if isinstance(window, bool) or not (isinstance(window, int | float) and math.isfinite(window) and window >= 0):
+            raise ValueError(f"RolloutConfig.gather_window must be a number of seconds >= 0, got {window!r}")
         if self.on_env_error not in ON_ENV_ERROR:
             raise ValueError(f"RolloutConfig.on_env_error must be one of {ON_ENV_ERROR}, got {self.on_env_error!r}")
         if self.failure_reward is not None and (

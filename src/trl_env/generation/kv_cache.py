@@ -121,7 +121,7 @@ class CacheStats:
 @dataclass
 class _Entry:
     layers: list[tuple[torch.Tensor, torch.Tensor]]  # per layer: keys, values of shape (heads, length, head_dim)
-    idle_calls: int = 0
+    last_used: int = 0  # the number of the call that stored it
 
 
 class EpisodeCacheGenerator(PrefixCachingGenerator):
@@ -134,7 +134,10 @@ class EpisodeCacheGenerator(PrefixCachingGenerator):
     left-padded after that). Results are what :class:`TransformersGenerator` would sample.
 
     The store is bounded by the episodes in flight: an entry that a call reuses is replaced by
-    the longer one; an entry unused for ``max_idle_calls`` calls is dropped; and everything is
+    the longer one; an ended episode's entry is dropped when the engine says so
+    (:meth:`end_episode`, the :class:`~trl_env.core.EpisodeMemory` capability); beyond
+    ``max_entries`` the least recently used are dropped (an episode waiting for a slow env under
+    the per-episode schedule misses calls, so age in calls alone would drop live episodes); and everything is
     dropped when the model's weights change (an optimizer step bumps the parameters' version
     counters; replacing a parameter's storage changes its address), so a cache never outlives
     the weights that computed it. ``clear()`` drops it by hand. Models whose cache is not
@@ -149,11 +152,12 @@ class EpisodeCacheGenerator(PrefixCachingGenerator):
         True
     """
 
-    max_idle_calls = 1
+    max_entries = 256
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.stats = CacheStats()
+        self._calls = 0
         self._entries: dict[tuple[int, ...], _Entry] = {}
         self._weights_version: int | None = None
         self._leaving: dict[int, list[tuple[torch.Tensor, torch.Tensor]]] | None = None  # row -> layers, in a call
@@ -171,6 +175,19 @@ class EpisodeCacheGenerator(PrefixCachingGenerator):
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def end_episode(self, context: Sequence[int]) -> None:
+        """Drop what is stored for an ended episode: every entry that ``context`` starts with.
+
+        Example:
+            >>> cached = EpisodeCacheGenerator(model, tokenizer)
+            >>> first = cached.generate([[1, 2, 3]], max_new_tokens=2)[0]
+            >>> cached.end_episode([1, 2, 3, *first.ids]); len(cached)
+            0
+        """
+        context = tuple(context)
+        for key in [key for key in self._entries if context[: len(key)] == key]:
+            del self._entries[key]
 
     def _sample_loop(self, model: PreTrainedModel, contexts: list[list[int]], max_new_tokens: int) -> list[Generation]:
         if not has_plain_cache(model):
@@ -263,14 +280,15 @@ class EpisodeCacheGenerator(PrefixCachingGenerator):
         reused: set[tuple[int, ...]],
         leaving: dict[int, list[tuple[torch.Tensor, torch.Tensor]]],
     ) -> None:
-        """Replace the reused entries by this call's, age the others, drop the idle ones."""
+        """Replace the reused entries by this call's; beyond ``max_entries``, drop the least recently used."""
+        self._calls += 1
         for key in reused:
             del self._entries[key]
-        for key in [key for key, entry in self._entries.items() if entry.idle_calls >= self.max_idle_calls]:
-            del self._entries[key]
-        for entry in self._entries.values():
-            entry.idle_calls += 1
         for row, layers in leaving.items():
             key = (*contexts[row], *generations[row].ids[:-1])
             if layers and layers[0][0].shape[1] == len(key):
-                self._entries[key] = _Entry(layers)
+                self._entries[key] = _Entry(layers, last_used=self._calls)
+        if len(self._entries) > self.max_entries:
+            by_age = sorted(self._entries, key=lambda key: self._entries[key].last_used)
+            for key in by_age[: len(self._entries) - self.max_entries]:
+                del self._entries[key]

@@ -21,10 +21,12 @@ Example:
 from __future__ import annotations
 
 import json
+import threading
 import urllib.error
 import urllib.request
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from trl_env.core import Generation
@@ -63,7 +65,12 @@ class OpenAIServerGenerator:
 
     ``base_url`` is the server root (``http://host:port``, with or without ``/v1``);
     ``model`` defaults to the first model the server lists. ``top_k=None`` disables top-k.
+    It is a :class:`~trl_env.core.ConcurrentGenerator`: :meth:`submit` sends a request from a pool of
+    ``max_concurrent_requests`` threads and returns at once, so the per-episode schedule keeps the
+    server's continuous batching fed.
     """
+
+    max_concurrent_requests = 256
 
     def __init__(
         self,
@@ -90,6 +97,8 @@ class OpenAIServerGenerator:
         self.stop_token_ids = list(stop_token_ids)
         self.timeout = timeout
         self.api_key = api_key
+        self._requests: ThreadPoolExecutor | None = None
+        self._requests_lock = threading.Lock()
         self.model = model or self._request("GET", "/v1/models")["data"][0]["id"]
         if check_logprobs_mode:
             self._check_logprobs_mode()
@@ -165,3 +174,15 @@ class OpenAIServerGenerator:
             ids, logprobs = parse_choice(choice)
             generations.append(cut_at_stop(ids, logprobs, self.stop_token_ids))
         return generations
+
+    def submit(self, contexts: list[list[int]], max_new_tokens: int) -> Future[list[Generation]]:
+        """:meth:`generate` in a background thread: returns at once with its future.
+
+        Example:
+            >>> generator.submit([[151644, 872]], 4).result()[0].ids[-1] in generator.stop_token_ids  # doctest: +SKIP
+            True
+        """
+        with self._requests_lock:
+            if self._requests is None:
+                self._requests = ThreadPoolExecutor(self.max_concurrent_requests, thread_name_prefix="openai-request")
+        return self._requests.submit(self.generate, contexts, max_new_tokens)

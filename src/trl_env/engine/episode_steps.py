@@ -1,0 +1,177 @@
+"""What happens to one episode between generator calls and env calls, whatever the schedule.
+
+A rollout alternates two events per episode: the generator answers (:meth:`EpisodeSteps.after_generation`)
+and the env answers (:meth:`EpisodeSteps.after_reply`). Both schedulers of
+:mod:`trl_env.engine.schedulers` (turn-synchronous and per-episode) drive the same transitions, so an
+episode's tokens, budgets, faults and metrics do not depend on the schedule.
+
+Example:
+    >>> from trl_env.engine.env_pool import EnvPool
+    >>> from trl_env.chat.chunk_encoder import ChunkEncoder
+    >>> pool = EnvPool(GuessNumberEnv, isolation="thread", workers=1)
+    >>> steps = EpisodeSteps(ChunkEncoder(tokenizer, processor), processor, tokenizer, RolloutConfig(), pool, "Guess")
+    >>> slot, reply = pool.reset("3")
+    >>> episode, run = steps.start("3", slot, reply.result())
+    >>> run.episode.num_turns, run.context == run.episode.prompt_ids
+    (0, True)
+    >>> pool.close()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING
+
+from trl_env.chat.chunk_encoder import ChunkEncoder
+from trl_env.chat.parsing import parse_turn
+from trl_env.core import Generation, Processor
+from trl_env.engine.config import RolloutConfig
+from trl_env.engine.env_calls import EnvError
+from trl_env.engine.env_pool import EnvFault, EnvPool, EnvReply, EnvSlot
+from trl_env.episode import Episode, SegmentKind, StopReason, Turn
+from trl_env.generation.base import cut_at_stop
+
+if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
+    from transformers import PreTrainedTokenizerBase
+
+
+class LiveEpisode:
+    """An episode in progress: its env's slot in the pool and the running token context."""
+
+    def __init__(self, slot: EnvSlot, episode: Episode) -> None:
+        self.slot = slot
+        self.episode = episode
+        self.context = list(episode.prompt_ids)
+        self.turn: Turn | None = None  # the turn whose env step is in flight
+
+    def budget_left(self, config: RolloutConfig) -> int | float:
+        if config.max_completion_tokens is None:
+            return float("inf")
+        return config.max_completion_tokens - len(self.episode.completion_ids)
+
+    def turn_budget(self, config: RolloutConfig) -> int:
+        """Tokens the next model turn may sample."""
+        return int(min(config.max_turn_tokens, self.budget_left(config)))
+
+
+class EpisodeSteps:
+    """The transitions of one episode, shared by every scheduler.
+
+    Args:
+        encoder: renders env text into token chunks.
+        processor: the chat format (parses answers).
+        tokenizer: decodes sampled ids.
+        config: budgets and policies.
+        pool: the env pool the episodes' slots belong to.
+        env_name: the env's name, for error messages.
+    """
+
+    def __init__(
+        self,
+        encoder: ChunkEncoder,
+        processor: Processor,
+        tokenizer: PreTrainedTokenizerBase,
+        config: RolloutConfig,
+        pool: EnvPool,
+        env_name: str,
+    ) -> None:
+        self.encoder, self.processor, self.tokenizer = encoder, processor, tokenizer
+        self.config, self.pool, self.env_name = config, pool, env_name
+        self.releases: list[tuple[Episode, Future]] = []  # metrics() and close() running in the workers
+        self.finished: list[Episode] = []  # in the order they ended
+        self.on_end: Callable[[list[int]], None] | None = None  # told each ended episode's last context
+
+    def start(self, seed: str, slot: EnvSlot, reply: EnvReply | EnvFault) -> tuple[Episode, LiveEpisode | None]:
+        """Build the episode from its reset reply: it and its live state (None when the reset failed)."""
+        config = self.config
+        if isinstance(reply, EnvFault):  # a valid (empty) prompt keeps the sample usable for TRL
+            prompt_ids, prompt_text = self.encoder.prompt(config.system_prompt, "")
+            episode = Episode(seed=seed, prompt_ids=prompt_ids, prompt_text=prompt_text)
+            self.fail(episode, slot, reply, turn=0)
+            return episode, None
+        delta = self.encoder.truncate(reply.delta, config.max_env_tokens)
+        prompt_ids, prompt_text = self.encoder.prompt(config.system_prompt, delta)
+        episode = Episode(seed=seed, prompt_ids=prompt_ids, prompt_text=prompt_text, reward=reply.reward)
+        return episode, LiveEpisode(slot, episode)
+
+    def after_generation(self, run: LiveEpisode, generation: Generation | tuple[list[int], list[float]]) -> bool:
+        """Record a model turn; True when the env must now be stepped with its action (``run.turn``)."""
+        config, encoder = self.config, self.encoder
+        ids, logprobs = cut_at_stop(*generation, stop_token_ids=[encoder.turn_end_id])
+        budget = run.turn_budget(config)
+        ids, logprobs = ids[:budget], logprobs[:budget]
+        stopped = bool(ids) and ids[-1] == encoder.turn_end_id
+        text = self.tokenizer.decode(ids, clean_up_tokenization_spaces=False)
+        start = len(run.episode.completion_ids)
+        run.episode.add_model_tokens(ids, logprobs, text)
+        run.context.extend(ids)
+        body = self.tokenizer.decode(ids[:-1] if stopped else ids, clean_up_tokenization_spaces=False)
+        parsed = parse_turn(self.processor, body)
+        span = (start, start + len(ids))
+        turn = Turn(body, parsed.reasoning, parsed.action, parsed.ok and bool(body.strip()), stopped, span=span)
+        run.episode.turns.append(turn)
+        if not stopped:
+            if run.budget_left(config) < 1:
+                self.finish(run, StopReason.TOKEN_BUDGET)
+                return False
+            close = [encoder.turn_end_id]
+            run.episode.add_env_tokens(close, encoder.turn_end, SegmentKind.TURN_END)
+            run.context.extend(close)
+        run.turn = turn
+        return True
+
+    def after_reply(self, run: LiveEpisode, reply: EnvReply | EnvFault) -> bool:
+        """Record the env's answer to ``run.turn``; True while the episode goes on (its context is ready)."""
+        config, turn = self.config, run.turn
+        assert turn is not None, "after_reply without a turn in flight"
+        run.turn = None
+        if isinstance(reply, EnvFault):
+            if self.on_end is not None:
+                self.on_end(run.context)
+            self.fail(run.episode, run.slot, reply, turn=run.episode.num_turns)
+            return False
+        delta = self.encoder.truncate(reply.delta, config.max_env_tokens)
+        turn.observation = delta
+        turn.reward = reply.reward - run.episode.reward
+        run.episode.reward = reply.reward
+        if not reply.alive:
+            self.finish(run, StopReason.DONE)
+            return False
+        if run.episode.num_turns >= config.max_turns:
+            self.finish(run, StopReason.MAX_TURNS)
+            return False
+        ids, text = self.encoder.user_turn(delta, close_turn=False)
+        if len(ids) + 1 > run.budget_left(config):
+            self.finish(run, StopReason.TOKEN_BUDGET)
+            return False
+        run.episode.add_env_tokens(ids, text)
+        run.context.extend(ids)
+        return True
+
+    def finish(self, run: LiveEpisode, reason: StopReason) -> None:
+        if self.on_end is not None:
+            self.on_end(run.context)
+        run.episode.stop_reason = reason
+        self.releases.append((run.episode, self.pool.release(run.slot)))
+        self.finished.append(run.episode)
+
+    def fail(self, episode: Episode, slot: EnvSlot, fault: EnvFault, *, turn: int) -> None:
+        message = f"{self.env_name} (seed={episode.seed!r}, turn={turn}): {fault.kind}: {fault.message}"
+        release = self.pool.release(slot)  # close() where the env is still reachable
+        if self.config.on_env_error == "raise":
+            raise EnvError(message)
+        episode.stop_reason = StopReason.ENV_ERROR
+        episode.error = message
+        if self.config.failure_reward is not None:
+            episode.reward = self.config.failure_reward  # else: the last reward seen, for the record only
+        self.releases.append((episode, release))
+        self.finished.append(episode)
+
+    def collect_metrics(self) -> None:
+        """Wait for the released envs' ``metrics()`` (they ran in the workers, concurrently) and record them."""
+        for episode, release in self.releases:
+            metrics = release.result()
+            if metrics is not None and not episode.failed:
+                episode.metrics = metrics
+        self.releases = []

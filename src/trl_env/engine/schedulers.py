@@ -1,0 +1,230 @@
+"""The two schedules of a rollout: turn-synchronous and per-episode.
+
+* ``"turn"``: each turn, every live episode's context goes to the generator in one call, then every
+  env steps, and the next turn starts when the slowest env has answered.
+* ``"episode"``: each episode advances on its own. Env calls of all episodes run concurrently in the
+  pool; whenever the generator is free, the contexts that are ready (their env answered) go to it in one
+  call (up to ``max_batch``), after gathering the envs that are still answering: the call goes out when no
+  env has answered for ``gather_window`` seconds (or after ten windows in all).
+  With a :class:`~trl_env.core.ConcurrentGenerator` (a server that batches continuously) each ready
+  context is sent at once as its own request and the engine never waits on the generator.
+
+Both drive the same per-episode transitions (:class:`~trl_env.engine.episode_steps.EpisodeSteps`), so an
+episode's tokens, budgets and faults do not depend on the schedule: with a generator whose output depends
+only on the context, both schedules give identical episodes.
+
+The collective-call rule (TRL's vLLM server mode, :class:`~trl_env.core.CollectiveGenerator`): every
+process must call ``generate`` the same number of times. Under ``"episode"`` each scheduling round makes
+exactly one ``any_rank_live`` all-reduce and one ``generate`` call on every process (with no contexts when
+none is ready), and the rounds end on all processes together when no process has work left; a round never
+blocks longer than ``gather_window`` waiting for envs, so a process with ready contexts is never held up by
+another process's slow env for more than that.
+
+Example:
+    >>> from trl_env.engine.rollout import RolloutConfig, RolloutEngine
+    >>> engine = RolloutEngine(generator, processor, tokenizer, RolloutConfig(max_turns=2, schedule="episode"))
+    >>> [e.num_turns for e in engine.run(GuessNumberEnv, ["3", "9"])], engine.stats.schedule
+    ([2, 2], 'episode')
+    >>> engine.close()
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, field
+
+from tqdm.auto import tqdm
+
+from trl_env.core import CollectiveGenerator, ConcurrentGenerator, Generation, Generator
+from trl_env.engine.episode_steps import EpisodeSteps, LiveEpisode
+from trl_env.episode import Episode
+
+
+@dataclass
+class RolloutStats:
+    """How a rollout used its generator.
+
+    ``generate_s`` is the time at least one generation was running; ``utilisation`` its share of the wall
+    time. ``contexts_per_call`` is the mean batch size the generator saw.
+
+    Example:
+        >>> stats = RolloutStats("turn", wall_s=2.0, generate_s=1.5, generate_calls=3, contexts=12)
+        >>> stats.utilisation, stats.contexts_per_call
+        (0.75, 4.0)
+    """
+
+    schedule: str
+    wall_s: float = 0.0
+    generate_s: float = 0.0
+    generate_calls: int = 0
+    contexts: int = 0
+    _intervals: list[tuple[float, float]] = field(default_factory=list, repr=False)
+
+    @property
+    def utilisation(self) -> float:
+        return self.generate_s / self.wall_s if self.wall_s else 0.0
+
+    @property
+    def contexts_per_call(self) -> float:
+        return self.contexts / self.generate_calls if self.generate_calls else 0.0
+
+    def busy(self, start: float, end: float) -> None:
+        """Record that the generator worked from ``start`` to ``end`` (overlaps count once)."""
+        self._intervals.append((start, end))
+
+    def close(self, wall_s: float) -> None:
+        self.wall_s, total, reach = wall_s, 0.0, float("-inf")
+        for start, end in sorted(self._intervals):
+            if end > reach:
+                total += end - max(start, reach)
+                reach = end
+        self.generate_s = total
+
+
+def _generate(generator: Generator, runs: list[LiveEpisode], steps: EpisodeSteps, stats: RolloutStats) -> list:
+    budget = max((run.turn_budget(steps.config) for run in runs), default=1)
+    start = time.perf_counter()
+    generations = generator.generate([run.context for run in runs], budget)
+    stats.busy(start, time.perf_counter())
+    if len(generations) != len(runs):
+        raise RuntimeError(f"generator returned {len(generations)} results for {len(runs)} contexts")
+    if runs:
+        stats.generate_calls += 1
+        stats.contexts += len(runs)
+    return generations
+
+
+def play_turn_synchronous(
+    steps: EpisodeSteps, generator: Generator, seeds: Sequence[str], stats: RolloutStats, progress: bool
+) -> list[Episode]:
+    """Play ``seeds`` turn by turn: one generator call per turn, then every env steps."""
+    pool, config = steps.pool, steps.config
+    started = [pool.reset(seed) for seed in seeds]
+    episodes: list[Episode] = []
+    live: list[LiveEpisode] = []
+    for seed, (slot, future) in zip(seeds, started, strict=True):
+        episode, run = steps.start(seed, slot, future.result())
+        episodes.append(episode)
+        if run is not None:
+            live.append(run)
+    bar = tqdm(total=config.max_turns, desc="rollout turns", disable=not progress, leave=False)
+    while _any_live(generator, bool(live)):
+        generations = _generate(generator, live, steps, stats)
+        stepping = [run for run, g in zip(live, generations, strict=True) if steps.after_generation(run, g)]
+        futures = [pool.step(run.slot, run.turn.action) for run in stepping]  # all envs step concurrently
+        live = [run for run, future in zip(stepping, futures, strict=True) if steps.after_reply(run, future.result())]
+        bar.update(1)
+    bar.close()
+    return episodes
+
+
+def _any_live(generator: Generator, has_live: bool) -> bool:
+    """Whether to go on; a collective generator's processes decide together (``generate([])`` keeps in step)."""
+    if isinstance(generator, CollectiveGenerator):
+        return generator.any_rank_live(has_live)
+    return has_live
+
+
+class _PerEpisode:
+    """The per-episode schedule's state: env calls and generations in flight, contexts ready to generate."""
+
+    def __init__(self, steps: EpisodeSteps, generator: Generator, seeds: Sequence[str], stats: RolloutStats) -> None:
+        self.steps, self.generator, self.stats = steps, generator, stats
+        self.collective = isinstance(generator, CollectiveGenerator)
+        self.concurrent = isinstance(generator, ConcurrentGenerator) and not self.collective
+        self.episodes: list[Episode | None] = [None] * len(seeds)
+        self.ready: list[LiveEpisode] = []
+        self.pending: dict[Future, tuple[str, object]] = {}
+        for index, seed in enumerate(seeds):
+            slot, future = steps.pool.reset(seed)
+            self.pending[future] = ("reset", (index, seed, slot))
+
+    def play(self, progress: bool) -> list[Episode]:
+        config = self.steps.config
+        cap = config.max_batch or len(self.episodes) or 1
+        bar = tqdm(total=len(self.episodes), desc="rollout episodes", disable=not progress, leave=False)
+        while True:
+            self._gather(cap, config.gather_window)
+            bar.update(len(self.steps.finished) - bar.n)
+            has_work = bool(self.ready or self.pending)
+            if not (self.generator.any_rank_live(has_work) if self.collective else has_work):
+                break
+            batch, self.ready = self.ready[:cap], self.ready[cap:]
+            if self.concurrent:
+                for run in batch:  # one request each: the server batches them continuously
+                    self._submit(run)
+            elif batch or self.collective:
+                self._after_generation(batch, _generate(self.generator, batch, self.steps, self.stats))
+        bar.close()
+        return [episode for episode in self.episodes if episode is not None]
+
+    def _gather(self, cap: int, window: float) -> None:
+        """Take every answer in; wait for a first one if nothing is ready, then up to ``window`` for more."""
+        self._drain()
+        if not self.ready and self.pending:
+            if self.collective:  # never hold the other processes up for long
+                self._wait(window)
+            else:
+                while not self.ready and self.pending:
+                    self._wait(None)
+        if self.concurrent or not self.ready:
+            return
+        # Envs answering in a stream (instant ones) all join this call; a gap of `window` without an
+        # answer means the rest are slow, so generate now. The whole gathering is bounded too.
+        start = last = time.perf_counter()
+        while len(self.ready) < cap and self._env_calls_pending():
+            left = min(last + window, start + 10 * window) - time.perf_counter()
+            if left <= 0:
+                break
+            before = len(self.ready)
+            self._wait(left)
+            if len(self.ready) > before:
+                last = time.perf_counter()
+
+    def _env_calls_pending(self) -> bool:
+        return any(kind != "generate" for kind, _ in self.pending.values())
+
+    def _wait(self, timeout: float | None) -> None:
+        wait(list(self.pending), timeout=timeout, return_when=FIRST_COMPLETED)
+        self._drain()
+
+    def _drain(self) -> None:
+        for future in [future for future in self.pending if future.done()]:
+            kind, payload = self.pending.pop(future)
+            if kind == "reset":
+                index, seed, slot = payload
+                episode, run = self.steps.start(seed, slot, future.result())
+                self.episodes[index] = episode
+                if run is not None:
+                    self.ready.append(run)
+            elif kind == "step":
+                if self.steps.after_reply(payload, future.result()):
+                    self.ready.append(payload)
+            else:
+                runs = payload
+                self._after_generation(runs, future.result())
+
+    def _after_generation(self, runs: list[LiveEpisode], generations: list[Generation]) -> None:
+        if len(generations) != len(runs):
+            raise RuntimeError(f"generator returned {len(generations)} results for {len(runs)} contexts")
+        for run, generation in zip(runs, generations, strict=True):
+            if self.steps.after_generation(run, generation):
+                self.pending[self.steps.pool.step(run.slot, run.turn.action)] = ("step", run)
+
+    def _submit(self, run: LiveEpisode) -> None:
+        assert isinstance(self.generator, ConcurrentGenerator)
+        start = time.perf_counter()
+        future = self.generator.submit([run.context], run.turn_budget(self.steps.config))
+        future.add_done_callback(lambda _: self.stats.busy(start, time.perf_counter()))
+        self.stats.generate_calls += 1
+        self.stats.contexts += 1
+        self.pending[future] = ("generate", [run])
+
+
+def play_per_episode(
+    steps: EpisodeSteps, generator: Generator, seeds: Sequence[str], stats: RolloutStats, progress: bool
+) -> list[Episode]:
+    """Play ``seeds`` with each episode advancing on its own (see the module docstring)."""
+    return _PerEpisode(steps, generator, seeds, stats).play(progress)
