@@ -161,3 +161,46 @@ class FailsAtReset:
 
     def step(self, action):
         return self, ""
+
+
+STEP_LOG: dict[str, list[tuple[float, float]]] = {}  # seed -> (start, end) of each step (thread isolation)
+
+
+class Latency:
+    """Lives 2-8 turns; each call sleeps a latency drawn from a heavy-tailed mix, all from the seed.
+
+    Seeds ``slow-*`` sleep ``slow_s`` on every step and ``fast-*`` never do; others draw per call
+    from ``mix`` (seconds -> probability). Steps record their start and end times in ``STEP_LOG``.
+    """
+
+    def __init__(self, mix=((0.0, 0.7), (0.01, 0.25), (0.1, 0.05)), slow_s=1.0, turns=None):
+        self.mix, self.slow_s, self.turns = mix, slow_s, turns
+        self.reward, self.alive = 0.0, True
+
+    def reset(self, seed):
+        self.seed, self.random = seed, random.Random(seed)
+        self.lifetime = self.turns or self.random.randint(2, 8)
+        self.turn = 0
+        STEP_LOG[seed] = []
+        return self, f"Play {seed}."
+
+    def _latency(self):
+        if self.seed.startswith("slow-"):
+            return self.slow_s
+        if self.seed.startswith("fast-"):
+            return 0.0
+        draw, total = self.random.random(), 0.0
+        for seconds, probability in self.mix:
+            total += probability
+            if draw < total:
+                return seconds
+        return self.mix[-1][0]
+
+    def step(self, action):
+        start = time.perf_counter()
+        time.sleep(self._latency())
+        self.turn += 1
+        self.reward += len(action) % 3
+        self.alive = self.turn < self.lifetime
+        STEP_LOG[self.seed].append((start, time.perf_counter()))
+        return self, f"turn {self.turn}: {action[:10]}"

@@ -14,6 +14,7 @@ import threading
 import zlib
 from types import SimpleNamespace
 
+import pytest
 import torch
 from vllm_helpers import CountdownEnv
 
@@ -75,7 +76,7 @@ class FakeServerHandle:
                 raise ValueError("the server rejects an empty prompt list")
             answer = [fake_completion(p, kwargs["max_tokens"], kwargs["stop_token_ids"]) for p in everyone]
         answer = self.group.all_gather(self.rank, answer)[0]
-        self.seen.append(dict(self.generation_kwargs))
+        self.seen.append({**self.generation_kwargs, "prompts": everyone})
         mine = slice(self.rank * len(prompts), (self.rank + 1) * len(prompts))
         return everyone[mine], [a[0] for a in answer[mine]], [[[lp] for lp in a[1]] for a in answer[mine]], None
 
@@ -90,7 +91,7 @@ class NoPadding(TrainerVLLMGenerator):
         return list(zip(ids, logprobs, strict=True))
 
 
-def play(generator_class, tokenizer):
+def play(generator_class, tokenizer, schedule="turn"):
     group, results, errors = Group(2), [None, None], []
     # One tokenizer per rank, as in real processes: a fast tokenizer is not safe to share across threads.
     tokenizers = [copy.deepcopy(tokenizer) for _ in range(2)]
@@ -110,6 +111,8 @@ def play(generator_class, tokenizer):
                 max_turns=4,
                 max_turn_tokens=6,
                 max_completion_tokens=400,
+                schedule=schedule,
+                env_isolation="thread",
             )
             results[rank] = (episodes, generator, handle)
         except Exception as error:
@@ -125,23 +128,25 @@ def play(generator_class, tokenizer):
     return results, errors
 
 
-def test_ranks_call_generate_in_step_and_get_their_own_completions(qwen3_tokenizer):
-    results, errors = play(TrainerVLLMGenerator, qwen3_tokenizer)
+@pytest.mark.parametrize("schedule", ["turn", "episode"])
+def test_ranks_call_generate_in_step_and_get_their_own_completions(qwen3_tokenizer, schedule):
+    results, errors = play(TrainerVLLMGenerator, qwen3_tokenizer, schedule)
     assert not errors, errors
     (episodes0, generator0, handle0), (episodes1, generator1, handle1) = results
     assert [e.num_turns for e in episodes0] == [1, 1] and [e.num_turns for e in episodes1] == [3, 2, 3]
-    assert generator0.calls == generator1.calls == 3
+    if schedule == "turn":
+        assert generator0.calls == generator1.calls == 3
+    assert generator0.calls == generator1.calls
     assert handle0.seen == handle1.seen, "every rank sends the same max_tokens and stop ids"
     stop = [qwen3_tokenizer.eos_token_id]
     for episode, handle in [(e, handle0) for e in episodes0] + [(e, handle1) for e in episodes1]:
-        turn = 0
         for segment in episode.segments:
             if not segment.from_model:
                 continue
             context = episode.prompt_ids + episode.completion_ids[: segment.start]
-            expected, _ = fake_completion(context, handle.seen[turn]["max_tokens"], stop)
+            (call,) = [call for call in handle.seen if context in call["prompts"]]
+            expected, _ = fake_completion(context, call["max_tokens"], stop)
             assert episode.completion_ids[segment.start : segment.end] == expected[: segment.end - segment.start]
-            turn += 1
 
 
 def test_without_padding_ranks_get_other_ranks_completions(qwen3_tokenizer):

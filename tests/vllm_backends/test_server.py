@@ -95,7 +95,8 @@ def server_url(peaked_model_dir, tmp_path_factory):
         stop(process)
 
 
-def test_openai_server_generator_rollout(server_url, qwen3_tokenizer, peaked_hf_model):
+@pytest.mark.parametrize("schedule", ["turn", "episode"])  # episode: one concurrent request per ready context
+def test_openai_server_generator_rollout(server_url, qwen3_tokenizer, peaked_hf_model, schedule):
     stop = [qwen3_tokenizer.eos_token_id]
     generator = OpenAIServerGenerator(server_url, temperature=TEMPERATURE, stop_token_ids=stop)
     assert generator.generate([], 4) == []
@@ -110,6 +111,7 @@ def test_openai_server_generator_rollout(server_url, qwen3_tokenizer, peaked_hf_
         max_turns=3,
         max_turn_tokens=10,
         max_completion_tokens=120,
+        schedule=schedule,
     )
     diffs = []
     for episode in episodes:
@@ -121,7 +123,8 @@ def test_openai_server_generator_rollout(server_url, qwen3_tokenizer, peaked_hf_
     assert max(e.num_turns for e in episodes) == 3
 
 
-def test_trl_server_mode_collective_calls_with_two_processes(server_url, peaked_model_dir, tmp_path):
+@pytest.mark.parametrize("schedule", ["turn", "episode"])
+def test_trl_server_mode_collective_calls_with_two_processes(server_url, peaked_model_dir, tmp_path, schedule):
     master_port = free_port()
     script = HERE / "scripts" / "trl_server_rank.py"
     processes = []
@@ -139,6 +142,8 @@ def test_trl_server_mode_collective_calls_with_two_processes(server_url, peaked_
             str(peaked_model_dir),
             "--out",
             str(tmp_path / f"rank{rank}.json"),
+            "--schedule",
+            schedule,
         ]
         log = open(tmp_path / f"rank{rank}.log", "w")
         processes.append(
@@ -172,7 +177,10 @@ def test_trl_server_mode_collective_calls_with_two_processes(server_url, peaked_
     rank0, rank1 = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
     print(f"\nrank 0: {rank0}\nrank 1: {rank1}")
     assert rank0["turns"] == [1, 1] and rank1["turns"] == [3, 2, 3]
-    assert len(rank0["batches"]) == len(rank1["batches"]) == 3, "every rank calls generate once per turn"
-    assert rank0["batches"] == [2, 0, 0] and rank1["batches"] == [3, 3, 2]
-    assert rank0["trl_calls"] == rank1["trl_calls"] == 3, "rank 0 keeps calling TRL's generate with dummy prompts"
+    assert len(rank0["batches"]) == len(rank1["batches"]), "every rank calls generate as often"
+    assert rank0["trl_calls"] == rank1["trl_calls"], "rank 0 keeps calling TRL's generate with dummy prompts"
+    assert sum(rank0["batches"]) == 2 and sum(rank1["batches"]) == 8  # one context per model turn
+    if schedule == "turn":
+        assert rank0["batches"] == [2, 0, 0] and rank1["batches"] == [3, 3, 2]
+        assert rank0["trl_calls"] == 3
     assert max(rank0["max_logprob_diff"], rank1["max_logprob_diff"]) < 2e-3

@@ -55,6 +55,7 @@ def main() -> None:
     parser.add_argument("--server-url", required=True)
     parser.add_argument("--model-dir", required=True)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--schedule", default="turn", choices=["turn", "episode"])
     args = parser.parse_args()
     os.environ.update(
         RANK=str(args.rank),
@@ -96,6 +97,7 @@ def main() -> None:
         max_turns=4,
         max_turn_tokens=10,
         max_completion_tokens=400,
+        schedule=args.schedule,
     )
     model = AutoModelForCausalLM.from_pretrained(args.model_dir, dtype="float32").eval()
     diffs = []
