@@ -41,6 +41,9 @@ def _optional(kind: type) -> Callable[[str], Any]:
     return parse
 
 
+_FLAG_TYPES = {"int": int, "float": float, "str": str, "int | None": _optional(int), "float | None": _optional(float)}
+
+
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """One ``--flag`` per :class:`RolloutConfig` field, with its default and help text."""
     group = parser.add_argument_group("rollout (RolloutConfig)")
@@ -48,15 +51,8 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         if f.name in _NOT_FLAGS:
             continue
         default = f.default
-        kind = {
-            "int": int,
-            "float": float,
-            "str": str,
-            "int | None": _optional(int),
-            "float | None": _optional(float),
-            "OnEnvError": str,
-            "EnvIsolation": str,
-        }[str(f.type)]
+        # A field with choices is a Literal of strings; the others are plain numbers or text.
+        kind = str if "choices" in f.metadata else _FLAG_TYPES[str(f.type)]
         group.add_argument(
             "--" + f.name.replace("_", "-"),
             dest=f.name,

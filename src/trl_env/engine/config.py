@@ -93,8 +93,8 @@ class RolloutConfig:
     gather_window: float = field(
         default=0.02,
         metadata=_doc(
-            "schedule='episode': seconds to wait for more envs to answer before a generator call "
-            "(bigger batches against idle generator time)"
+            "schedule='episode': before a generator call, wait for more envs while they keep answering, "
+            "until none has for this many seconds (at most ten times it): bigger batches against idle time"
         ),
     )
     max_batch: int | None = field(
