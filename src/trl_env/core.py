@@ -173,9 +173,12 @@ class Generator(Protocol):
 class CollectiveGenerator(Generator, Protocol):
     """A generator whose ``generate`` every process must call in step (TRL's vLLM server mode).
 
+    ``collective`` says whether the rule applies now (False for a process running alone).
     ``any_rank_live(has_live)`` returns whether any process still has a live episode, so that a
     process whose episodes have all ended keeps calling ``generate([])`` until all are done.
     """
+
+    collective: bool
 
     def any_rank_live(self, has_live: bool) -> bool: ...
 

@@ -44,6 +44,7 @@ def test_grpo_two_steps_with_colocated_vllm(peaked_model_dir, tmp_path):
     assert summary["global_step"] == 2
     steps = [log for log in summary["logs"] if "env/turns_mean" in log]
     assert len(steps) == 2 and max(log["env/turns_mean"] for log in steps) > 1, "want multi-turn episodes"
-    assert summary["calls"][0] == 4 and all(size <= 4 for size in summary["calls"]), "one batched call per turn"
+    calls = summary["calls"]
+    assert all(1 <= size <= 4 for size in calls) and max(calls) > 1, "batched calls, never an empty one"
     assert all(log["sampling/sampling_logp_difference/max"] < BF16_TOLERANCE for log in steps)
     assert summary["synced_diff"] < BF16_TOLERANCE < 1.0 < summary["stale_diff"], "weight sync must reach vLLM"

@@ -132,7 +132,7 @@ class _PerEpisode:
 
     def __init__(self, steps: EpisodeSteps, generator: Generator, seeds: Sequence[str], stats: RolloutStats) -> None:
         self.steps, self.generator, self.stats = steps, generator, stats
-        self.collective = isinstance(generator, CollectiveGenerator)
+        self.collective = isinstance(generator, CollectiveGenerator) and generator.collective
         self.concurrent = isinstance(generator, ConcurrentGenerator) and not self.collective
         self.episodes: list[Episode | None] = [None] * len(seeds)
         self.ready: list[LiveEpisode] = []
