@@ -151,7 +151,7 @@ class RolloutEngine:
                 self._fail(episode, slot, result, turn=0)
                 continue
             delta = self.encoder.truncate(result.delta, config.max_env_tokens)
-            prompt_ids, prompt_text = self.encoder.prompt(config.system_prompt, delta)
+            prompt_ids, prompt_text = self.encoder.prompt(config.system_prompt, delta, result.tools)
             episode = Episode(seed=seed, prompt_ids=prompt_ids, prompt_text=prompt_text, reward=result.reward)
             episodes.append(episode)
             live.append(_Live(slot, episode))
@@ -221,7 +221,7 @@ class RolloutEngine:
             elif run.episode.num_turns >= config.max_turns:
                 self._finish(run, StopReason.MAX_TURNS)
             else:
-                ids, text = self.encoder.user_turn(delta, close_turn=False)
+                ids, text = self.encoder.env_turn(delta, result.tool_results, close_turn=False)
                 if len(ids) + 1 > run.budget_left(config):
                     self._finish(run, StopReason.TOKEN_BUDGET)
                     continue
