@@ -29,31 +29,27 @@ class StepGame:
         return self.reward
 
 
-def echo(text: str) -> str:
-    """Echo a text.
-
-    Args:
-        text: What to echo.
-    """
-    return text
+def ping() -> str:
+    """Check that the game server answers."""
+    return "pong"
 
 
-class NativeEcho:
-    """A trl-env tool env written directly (UsesTools): answers each echo call, then a user line."""
+class NativePing:
+    """A trl-env tool env written directly (UsesTools): answers each ping call, then a user line."""
 
-    tools = [echo]
+    tools = [ping]
 
     def __init__(self) -> None:
         self.reward, self.alive, self.tool_results = 0.0, True, ()
 
     def reset(self, seed: str):
         self.reward, self.alive, self.tool_results = 0.0, True, ()
-        return self, f"Echo {seed}."
+        return self, f"Ping the server {seed}."
 
     def step(self, action: str):
         _, calls = parse_tool_calls(action)
         self.tool_results = tuple(
-            ToolResult(c.name, c.error or str(c.arguments.get("text", ""))) for c in calls
+            ToolResult(c.name, c.error or ping()) for c in calls
         )
         self.reward += float(bool(calls))
         self.alive = bool(calls)
