@@ -48,9 +48,7 @@ class NativePing:
 
     def step(self, action: str):
         _, calls = parse_tool_calls(action)
-        self.tool_results = tuple(
-            ToolResult(c.name, c.error or ping()) for c in calls
-        )
+        self.tool_results = tuple(ToolResult(c.name, c.error or ping()) for c in calls)
         self.reward += float(bool(calls))
         self.alive = bool(calls)
         return self, "Keep going." if calls else ""

@@ -23,7 +23,9 @@ CALL = '<tool_call>{"name":"step","arguments":{}}</tool_call>'
 
 def scripted(tokenizer, text: str):
     model = script_model(build_tiny_qwen3_model(tokenizer), tokenizer, text)
-    return model, TransformersGenerator(model, tokenizer, stop_token_ids=[tokenizer.convert_tokens_to_ids("<|im_end|>")])
+    return model, TransformersGenerator(
+        model, tokenizer, stop_token_ids=[tokenizer.convert_tokens_to_ids("<|im_end|>")]
+    )
 
 
 def test_tool_episode_in_worker_processes(qwen3_tokenizer):

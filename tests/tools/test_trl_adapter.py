@@ -27,7 +27,9 @@ def test_trl_class_runs_unchanged_with_trl_semantics():
     assert env.tool_results == (ToolResult("multiply", "42"), ToolResult("add", "43"))
     # a raising tool, an unknown tool and a malformed call each answer TRL's error message
     env, _ = env.step(
-        format_calls([call("answer", value=43), call("answer", value=43), call("sqrt", x=4), ToolCall("unknown", error="bad")])
+        format_calls(
+            [call("answer", value=43), call("answer", value=43), call("sqrt", x=4), ToolCall("unknown", error="bad")]
+        )
     )
     assert [r.content for r in env.tool_results] == [
         "Correct.",
@@ -68,4 +70,6 @@ def test_eval_cli_runs_the_tool_example_with_env_kwargs(tiny_model_dir, tmp_path
     assert result.returncode == 0, result.stderr[-2000:]
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(records) == 2
-    assert all("# Tools" in record["prompt_text"] and '"name": "multiply"' in record["prompt_text"] for record in records)
+    assert all(
+        "# Tools" in record["prompt_text"] and '"name": "multiply"' in record["prompt_text"] for record in records
+    )

@@ -142,6 +142,4 @@ def trl_environment(
         'Calculator'
     """
     environment_class = resolve(environment, "trl_environment(environment=...)")
-    return functools.partial(
-        TRLEnvironment, environment_class, max_tool_calling_iterations=max_tool_calling_iterations
-    )
+    return functools.partial(TRLEnvironment, environment_class, max_tool_calling_iterations=max_tool_calling_iterations)

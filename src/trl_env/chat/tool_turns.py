@@ -71,8 +71,10 @@ class ToolTurns:
         Example:
             >>> schema = {"type": "function", "function": {"name": "add", "parameters": {}}}
             >>> ids, text = ToolTurns(encoder).prompt("", "Add 2 and 3.", [schema])
-            >>> text.startswith("<|im_start|>system\\n# Tools"), text.endswith("Add 2 and 3.<|im_end|>\\n<|im_start|>assistant\\n")
-            (True, True)
+            >>> text.startswith("<|im_start|>system\\n# Tools")
+            True
+            >>> text.endswith("Add 2 and 3.<|im_end|>\\n<|im_start|>assistant\\n")
+            True
         """
         self._check_declarations(tools)
         opening = [{"role": "system", "content": SYSTEM}] if system_prompt else []

@@ -10,7 +10,8 @@ Example:
     >>> from trl_env.testing import build_tiny_qwen3_model
     >>> call = '<tool_call>{"name":"step","arguments":{}}</tool_call>'
     >>> scripted = script_model(build_tiny_qwen3_model(tokenizer), tokenizer, call)
-    >>> ids = tokenizer.apply_chat_template([{"role": "user", "content": "Go."}], add_generation_prompt=True, return_dict=False)
+    >>> messages = [{"role": "user", "content": "Go."}]
+    >>> ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=False)
     >>> with torch.no_grad():
     ...     out = scripted.generate(torch.tensor([ids]), max_new_tokens=16, do_sample=False)[0, len(ids) :]
     >>> tokenizer.decode(out)
