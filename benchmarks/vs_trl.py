@@ -1,13 +1,14 @@
 """Against TRL: one GRPO step with trl-env's ``make_rollout_func`` vs TRL 1.16's own ``environment_factory``.
 
 Both trainers get the same tiny Qwen3 model, tokenizer, GRPO settings (4 model turns per
-episode) and an equivalent environment:
+episode) and the **same environment class**, ``ToolGame`` (``reset``, a ``step()`` tool,
+``get_reward``), written for TRL's ``environment_factory``:
 
-* TRL: a tool-method environment (``reset``, a ``step()`` tool, ``get_reward``); TRL's
-  tool loop runs while the model calls tools, up to ``max_tool_calling_iterations = turns - 1``;
-* trl-env: an ``Env`` whose ``step`` answers with the same text wrapped in
-  ``<tool_response>`` (exactly what Qwen3's template renders for a tool message) and whose
-  system prompt is the tool block TRL's template renders, so both sides see the same tokens.
+* TRL: ``GRPOTrainer(environment_factory=ToolGame)``; TRL's tool loop runs while the model calls
+  tools, up to ``max_tool_calling_iterations = turns - 1``;
+* trl-env: ``make_rollout_func(trl_environment(ToolGame, max_tool_calling_iterations=turns - 1),
+  max_turns=turns)``: the class runs unchanged; the tools are declared, the calls parsed and the
+  results rendered as ``tool`` messages by the chat template, so both sides see the same tokens.
 
 Each step is 4 episodes by default (one prompt x 4 generations; ``--batch 8`` for two).
 A random model never calls a tool, so the model is scripted: while sampling (no gradient),
@@ -23,7 +24,6 @@ Run: python benchmarks/vs_trl.py [--turns 4] [--repeats 6] [--batch 4] [--thread
 from __future__ import annotations
 
 import gc
-import inspect
 import sys
 import time
 from pathlib import Path
@@ -62,60 +62,11 @@ class ToolGame:
         return self.reward
 
 
-class TextGame:
-    """trl-env side: the same game as an ``Env``; the answer comes back as Qwen3 renders a tool message."""
-
-    turns = 4
-
-    def __init__(self) -> None:
-        self.reward, self.alive, self.turn = 0.0, True, 0
-
-    def reset(self, seed: str):
-        return self, OBSERVATION
-
-    def step(self, action: str):
-        self.turn += 1
-        self.reward += 1.0
-        self.alive = self.turn < self.turns
-        return self, f"<tool_response>\n{_answer(self.turn)}\n</tool_response>"
-
-
 def script_model(model, tokenizer):
     """Make ``model`` (a Qwen3ForCausalLM) always answer with the tool call, when sampling."""
-    import torch
-    from transformers import Qwen3ForCausalLM
+    from trl_env.testing.scripted_model import script_model as script
 
-    tokens = tokenizer.encode(SCRIPT, add_special_tokens=False) + [tokenizer.convert_tokens_to_ids("<|im_end|>")]
-    newline = tokenizer.encode("\n", add_special_tokens=False)[0]  # the generation prompt ends "assistant\n"
-    chain = [newline, *tokens]
-    if len(set(chain)) != len(chain):
-        raise RuntimeError("the scripted answer must not repeat a token (the script is keyed on the last token)")
-    script = dict(zip(chain, chain[1:], strict=False))
-
-    class ScriptedQwen3(Qwen3ForCausalLM):
-        def forward(self, input_ids=None, **kwargs):
-            out = super().forward(input_ids=input_ids, **kwargs)
-            if torch.is_grad_enabled() or input_ids is None:
-                return out
-            last = input_ids[:, -1].tolist()
-            rows = [row for row, token in enumerate(last) if token in script]
-            if rows:
-                targets = torch.tensor([script[last[row]] for row in rows])
-                out.logits[torch.tensor(rows), -1, targets] += 100.0
-            return out
-
-    ScriptedQwen3.forward.__signature__ = inspect.signature(Qwen3ForCausalLM.forward)
-    model.__class__ = ScriptedQwen3
-    return model, len(tokens)
-
-
-def tool_system_prompt(tokenizer) -> str:
-    """The system block Qwen3's template renders for ``ToolGame``'s tools."""
-    text = tokenizer.apply_chat_template(
-        [{"role": "user", "content": "USERQXZ"}], tools=[ToolGame().step], tokenize=False, add_generation_prompt=True
-    )
-    start, end = "<|im_start|>system\n", "<|im_end|>\n<|im_start|>user\nUSERQXZ"
-    return text[text.index(start) + len(start) : text.index(end)]
+    return script(model, tokenizer, SCRIPT), len(tokenizer.encode(SCRIPT, add_special_tokens=False)) + 1
 
 
 def add_arguments(parser) -> None:
@@ -132,6 +83,7 @@ def measure(args) -> list[Row]:
     from trl import GRPOConfig, GRPOTrainer
 
     from trl_env import env_reward, make_rollout_func
+    from trl_env.adapters.trl_environment import trl_environment
 
     set_threads(args.threads)
     tokenizer = qwen3_tokenizer()
@@ -172,7 +124,6 @@ def measure(args) -> list[Row]:
     trainers = {}
     clocks = {"trl-env": StepClock(), "TRL": StepClock()}
     generate_seconds: dict[str, list[float]] = {"trl-env": [], "TRL": []}
-    turns_env = type("TextGame", (TextGame,), {"turns": args.turns})
 
     model, script_tokens = script_model(tiny_model(tokenizer), tokenizer)
     trainers["trl-env"] = GRPOTrainer(
@@ -180,9 +131,12 @@ def measure(args) -> list[Row]:
         processing_class=tokenizer,
         reward_funcs=env_reward,
         args=settings("trl-env"),
-        train_dataset=Dataset.from_dict({"prompt": [f"seed-{i}" for i in range(64)]}),
+        train_dataset=Dataset.from_dict({"prompt": [[{"role": "user", "content": ""}]] * 64}),
         rollout_func=make_rollout_func(
-            turns_env, system_prompt=tool_system_prompt(tokenizer), max_turns=args.turns, max_turn_tokens=32
+            trl_environment(ToolGame, max_tool_calling_iterations=args.turns - 1),
+            max_turns=args.turns,
+            max_turn_tokens=32,
+            env_isolation="thread",  # TRL calls tools in its own process too
         ),
         callbacks=[clocks["trl-env"]],
     )

@@ -16,6 +16,8 @@ protocol                  what the engine does with it
 :class:`ReportsMetrics`   an env whose ``metrics()`` are recorded when its episode ends
                           (``success`` among them is what :func:`~trl_env.evaluate` counts)
 :class:`Closable`         an env whose ``close()`` is called when its episode ends
+:class:`UsesTools`        an env whose actions are tool calls: its tools go into the prompt as the
+                          chat template renders them, its results come back as ``tool`` messages
 :class:`Generator`        the sampling backend: batched contexts in, sampled ids and logprobs out
 :class:`CollectiveGenerator`  a generator whose calls are collective across processes
 :class:`ConcurrentGenerator`  a generator that takes requests without blocking (a server batching
@@ -136,6 +138,56 @@ class Closable(Protocol):
     """An env holding a resource (process, socket, container) to release when its episode ends."""
 
     def close(self) -> None: ...
+
+
+class ToolResult(NamedTuple):
+    """The result of one tool call, rendered by the chat template as a ``tool``-role message.
+
+    ``content`` is the message text (an error is reported as text too, as TRL does:
+    ``"{'error': 'division by zero'}"``); ``name`` is the tool that was called.
+    """
+
+    name: str
+    content: str
+
+
+@runtime_checkable
+class UsesTools(Protocol):
+    """An env whose actions are tool calls, rendered by the model's own chat template.
+
+    ``tools`` is read once after ``reset``: Python functions with type hints and a docstring, or
+    JSON schemas, as ``tokenizer.apply_chat_template(tools=...)`` accepts. The prompt shows them
+    exactly as the template does. ``step`` receives the model's tool calls as normalised
+    ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` lines (read them back with
+    :func:`trl_env.chat.tool_calls.parse_tool_calls`). ``tool_results`` is read after every
+    ``step``: one :class:`ToolResult` per call of that turn, in call order, each rendered as a
+    ``tool`` message; when it is empty the step's delta is an ordinary user message.
+
+    Example:
+        >>> class Adder:
+        ...     reward, alive, tool_results = 0.0, True, ()
+        ...     def add(self, a: int, b: int) -> int:
+        ...         \"\"\"Add two integers.
+        ...
+        ...         Args:
+        ...             a: the first.
+        ...             b: the second.
+        ...         \"\"\"
+        ...         return a + b
+        ...     @property
+        ...     def tools(self):
+        ...         return [self.add]
+        ...     def reset(self, seed):
+        ...         return self, "Add 2 and 3."
+        ...     def step(self, action):
+        ...         self.tool_results = [ToolResult("add", "5")]
+        ...         return self, ""
+        >>> isinstance(Adder(), UsesTools), isinstance(Adder(), Env)
+        (True, True)
+    """
+
+    tools: Sequence[Any]
+    tool_results: Sequence[ToolResult]
 
 
 # --- the generation backend ----------------------------------------------------------------------

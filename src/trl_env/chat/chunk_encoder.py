@@ -19,10 +19,12 @@ Example:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from trl_env.chat.chunks import special_token_strings
-from trl_env.core import Processor, TurnDelimited
+from trl_env.chat.tool_turns import ToolTurns
+from trl_env.core import Processor, ToolResult, TurnDelimited
 
 if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
     from transformers import PreTrainedTokenizerBase
@@ -50,6 +52,8 @@ class ChunkEncoder:
             raise ValueError(f"the end-of-turn text {self.turn_end!r} is {len(ids)} tokens, expected one special token")
         self.turn_end_id: int = ids[0]
         self._special_ids = {s: tokenizer.convert_tokens_to_ids(s) for s in special_token_strings(tokenizer)}
+        self.special_tokens: list[str] = list(self._special_ids)
+        self._tool_turns: ToolTurns | None = None
         self._markup_cache: dict[str, list[int]] = {}
         self._pieces_cache: dict[str, list[str | int]] = {}
         pattern = "|".join(re.escape(s) for s in self._special_ids)
@@ -112,6 +116,35 @@ class ChunkEncoder:
             ids.extend(self._markup_ids(piece))
         return ids
 
+    def encode_parts(self, parts: list[tuple[str, bool]]) -> list[int]:
+        """Tokenize a chunk given as ``(text, trusted)`` parts; special tokens count only in trusted parts.
+
+        Text on either side of a special token is tokenized as one run, so the ids equal those of the
+        joined text when no untrusted part spells a special token (:meth:`encode` with many spans).
+
+        Example:
+            >>> ids = encoder.encode_parts([("<|im_start|>user\\n", True), ("<|im_end|>", False), ("<|im_end|>", True)])
+            >>> ids == encoder.encode("<|im_start|>user\\n", "<|im_end|>", "<|im_end|>")
+            True
+        """
+        ids: list[int] = []
+        run = ""
+        for text, trusted in parts:
+            if not trusted:
+                run += text
+                continue
+            for piece in self._pieces(text):
+                if isinstance(piece, str):
+                    run += piece
+                    continue
+                if run:
+                    ids.extend(self._encode_text(run))
+                    run = ""
+                ids.append(piece)
+        if run:
+            ids.extend(self._encode_text(run))
+        return ids
+
     def _encode_text(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=True)
 
@@ -163,12 +196,37 @@ class ChunkEncoder:
         kept = self.tokenizer.decode(ids[:max_tokens], clean_up_tokenization_spaces=False)
         return f"{kept}\n[... {len(ids) - max_tokens} tokens truncated]"
 
-    def prompt(self, system_prompt: str, delta: str) -> tuple[list[int], str]:
+    def user_content(self, delta: str) -> str:
+        """``delta`` as the processor writes it inside a user turn (templates that trim content trim it).
+
+        Example:
+            >>> encoder.user_content(" 7 ")
+            ' 7 '
+        """
+        return self._content(self.processor.append_user_input, self._user_prefix, self._user_suffix, delta)
+
+    def system_content(self, prompt: str) -> str:
+        """``prompt`` as the processor writes it inside the system turn."""
+        return self._content(self.processor.init_system_input, self._system_prefix, self._system_suffix, prompt)
+
+    @property
+    def tool_turns(self) -> ToolTurns:
+        """The template-rendered chunks of tool envs (built on first use: needs the tokenizer's chat template)."""
+        if self._tool_turns is None:
+            self._tool_turns = ToolTurns(self)
+        return self._tool_turns
+
+    def prompt(self, system_prompt: str, delta: str, tools: Sequence[dict] = ()) -> tuple[list[int], str]:
         """Ids and text of an episode's prompt: the system block and the first user turn.
+
+        ``tools`` (JSON schemas, from a :class:`~trl_env.core.UsesTools` env) are declared as the chat
+        template declares them (:meth:`~trl_env.chat.tool_turns.ToolTurns.prompt`).
 
         Example:
             >>> ids, text = encoder.prompt("", "Hi")
         """
+        if tools:
+            return self.tool_turns.prompt(system_prompt, delta, tools)
         if system_prompt:
             render = self.processor.init_system_input  # raises the processor's own error where unsupported
             system_content = self._content(render, self._system_prefix, self._system_suffix, system_prompt)
@@ -194,3 +252,17 @@ class ChunkEncoder:
         content = self._content(self.processor.append_user_input, self._user_prefix, self._user_suffix, delta)
         before = (self.turn_end if close_turn else "") + self.after_turn_end + self._user_prefix
         return self.encode(before, content, self._user_suffix), before + content + self._user_suffix
+
+    def env_turn(
+        self, delta: str, tool_results: Sequence[ToolResult] = (), *, close_turn: bool
+    ) -> tuple[list[int], str]:
+        """Ids and text of the environment chunk after a model turn: the tool results as ``tool`` messages
+        rendered by the chat template (then ``delta``, if any, as a user message), or ``delta`` as a user turn.
+
+        Example:
+            >>> encoder.env_turn("", [ToolResult("add", "5")], close_turn=False)[1]
+            '\\n<|im_start|>user\\n<tool_response>\\n5\\n</tool_response><|im_end|>\\n<|im_start|>assistant\\n'
+        """
+        if tool_results:
+            return self.tool_turns.tool_chunk(tool_results, delta, close_turn=close_turn)
+        return self.user_turn(delta, close_turn=close_turn)

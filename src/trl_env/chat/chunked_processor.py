@@ -20,6 +20,8 @@ from typing import Any
 
 from trl_env.chat.chunks import ChatChunks
 from trl_env.chat.parsing import split_on_markers
+from trl_env.chat.tool_calls import format_calls
+from trl_env.chat.tool_formats import ToolFormat
 from trl_env.core import ParsedOutput
 
 
@@ -33,8 +35,11 @@ class ChunkedProcessor:
         think_markers: tuple[str, str] | None = None,
         name: str = "",
         template_kwargs: dict[str, Any] | None = None,
+        tool_format: ToolFormat | None = None,
     ) -> None:
         self.chunks = chunks
+        # how the family writes tool calls: they reach the env as normalised <tool_call> lines
+        self.tool_format = tool_format
         self.think_markers = think_markers
         self.name = name or type(self).__name__
         # the chat-template arguments whose rendering these chunks imitate (for the template comparison)
@@ -86,9 +91,27 @@ class ChunkedProcessor:
             ParsedOutput(reasoning='x', action='y', ok=True)
         """
         if self.think_markers is None:
-            return ParsedOutput("", completion.strip(), True)
-        think_open, think_close = self.think_markers
-        return split_on_markers(completion, think_open, think_close, opened=self.generation_opens_thinking)
+            parsed = ParsedOutput("", completion.strip(), True)
+        else:
+            think_open, think_close = self.think_markers
+            parsed = split_on_markers(completion, think_open, think_close, opened=self.generation_opens_thinking)
+        return self.with_tool_calls(parsed)
+
+    def with_tool_calls(self, parsed: ParsedOutput) -> ParsedOutput:
+        """``parsed`` with the action's tool calls in the normalised form; a malformed call is a parse failure.
+
+        Example:
+            >>> from trl_env.chat.presets import preset
+            >>> preset("qwen3_thinking").parse('<think>x</think>\\n<tool_call>\\n{"name": "f"}\\n</tool_call>')
+            ParsedOutput(reasoning='x', action='<tool_call>{"name": "f", "arguments": {}}</tool_call>', ok=True)
+        """
+        if self.tool_format is None or not parsed.action:
+            return parsed
+        text, calls = self.tool_format.split(parsed.action)
+        if not calls:
+            return parsed
+        action = "\n".join(part for part in (text, format_calls(calls)) if part)
+        return ParsedOutput(parsed.reasoning, action, parsed.ok and all(call.error is None for call in calls))
 
     def parse_agent_output(self, completion: str) -> tuple[str, str]:
         """``(reasoning, action)`` of one model turn.
@@ -131,4 +154,5 @@ def with_answer_prefix(processor: ChunkedProcessor, prefix: str) -> ChunkedProce
         think_markers=processor.think_markers,
         name=f"{processor.name}+prefix",
         template_kwargs=processor.template_kwargs,
+        tool_format=processor.tool_format,
     )

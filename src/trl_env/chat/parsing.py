@@ -15,9 +15,9 @@ Example:
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
+from trl_env.chat.tool_calls import ToolCall, format_calls
 from trl_env.core import ParsedOutput, Processor, StrictParser
 
 if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
@@ -56,12 +56,27 @@ def format_tool_calls(tool_calls: list[dict[str, Any]]) -> str:
         >>> format_tool_calls([{"type": "function", "function": {"name": "f", "arguments": {"x": 1}}}])
         '<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call>'
     """
-    blocks = []
+    return format_calls(calls_of(tool_calls))
+
+
+def calls_of(tool_calls: list[dict[str, Any]]) -> list[ToolCall]:
+    """``parse_response``'s tool calls as :class:`~trl_env.chat.tool_calls.ToolCall`; an unreadable one has an error.
+
+    Example:
+        >>> calls_of([{"function": {"name": "f", "arguments": {"x": 1}}}, {"function": {"arguments": {}}}])[1].error
+        "malformed tool call: no function name in {'function': {'arguments': {}}}"
+    """
+    calls = []
     for call in tool_calls:
         function = call.get("function", call)
-        payload = {"name": function.get("name"), "arguments": function.get("arguments")}
-        blocks.append(f"<tool_call>{json.dumps(payload, ensure_ascii=False)}</tool_call>")
-    return "\n".join(blocks)
+        name, arguments = function.get("name"), function.get("arguments")
+        if not isinstance(name, str):
+            calls.append(ToolCall("unknown", error=f"malformed tool call: no function name in {call!r:.80}"))
+        elif arguments is not None and not isinstance(arguments, dict):
+            calls.append(ToolCall(name, error=f"malformed tool call: arguments are not an object: {arguments!r:.80}"))
+        else:
+            calls.append(ToolCall(name, arguments or {}))
+    return calls
 
 
 def parse_with_response_template(
@@ -86,10 +101,10 @@ def parse_with_response_template(
         return None
     reasoning = message.get("reasoning_content") or message.get("thinking") or ""
     action = (message.get("content") or "").strip()
-    tool_calls = message.get("tool_calls") or []
-    if tool_calls:
-        action = "\n".join(part for part in (action, format_tool_calls(tool_calls)) if part)
-    return ParsedOutput(str(reasoning).strip(), action, True)
+    calls = calls_of(message.get("tool_calls") or [])
+    if calls:
+        action = "\n".join(part for part in (action, format_calls(calls)) if part)
+    return ParsedOutput(str(reasoning).strip(), action, all(call.error is None for call in calls))
 
 
 def parse_turn(processor: Processor, completion: str) -> ParsedOutput:

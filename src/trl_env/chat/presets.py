@@ -16,10 +16,12 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from trl_env.chat.chunked_processor import ChunkedProcessor
 from trl_env.chat.chunks import ChatChunks
+from trl_env.chat.tool_formats import HERMES, QWEN3_5_XML
 
 THINK = ("<think>", "</think>")
 GEMMA4_THOUGHT = ("<|channel>thought\n", "<channel|>")
@@ -61,13 +63,23 @@ def qwen3_nothink_chunks() -> ChatChunks:
 
 
 def qwen3_5_thinking_chunks() -> ChatChunks:
-    """Qwen3.5 / 3.6 thinking: ``<think>\\n`` is prefilled and the model closes it.
+    """Qwen3.5 / 3.6 thinking: ``<think>\\n`` is prefilled and the model closes it; the template trims content.
 
     Example:
         >>> qwen3_5_thinking_chunks().user_suffix.endswith("<think>\\n")
         True
     """
-    return _chatml("<think>\n")
+    return dataclasses.replace(_chatml("<think>\n"), strips_content=True)
+
+
+def qwen3_5_nothink_chunks() -> ChatChunks:
+    """Qwen3.5 / 3.6 with thinking off: Qwen3's empty thinking block, and content trimmed as the template does.
+
+    Example:
+        >>> qwen3_5_nothink_chunks().user(" Hi ")
+        '<|im_start|>user\\nHi<|im_end|>\\n<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\n'
+    """
+    return dataclasses.replace(qwen3_nothink_chunks(), strips_content=True)
 
 
 def gemma4_chunks(thinking: bool) -> ChatChunks:
@@ -110,15 +122,25 @@ def deepseek_r1_chunks() -> ChatChunks:
 
 PRESETS: dict[str, Callable[[], ChunkedProcessor]] = {
     "qwen3_thinking": lambda: ChunkedProcessor(
-        qwen3_thinking_chunks(), think_markers=THINK, name="qwen3_thinking", template_kwargs={"enable_thinking": True}
+        qwen3_thinking_chunks(),
+        think_markers=THINK,
+        name="qwen3_thinking",
+        template_kwargs={"enable_thinking": True},
+        tool_format=HERMES,
     ),
     "qwen3_nothink": lambda: ChunkedProcessor(
-        qwen3_nothink_chunks(), think_markers=THINK, name="qwen3_nothink", template_kwargs={"enable_thinking": False}
+        qwen3_nothink_chunks(),
+        think_markers=THINK,
+        name="qwen3_nothink",
+        template_kwargs={"enable_thinking": False},
+        tool_format=HERMES,
     ),
     "qwen3_5_thinking": lambda: ChunkedProcessor(
-        qwen3_5_thinking_chunks(), think_markers=THINK, name="qwen3_5_thinking"
+        qwen3_5_thinking_chunks(), think_markers=THINK, name="qwen3_5_thinking", tool_format=QWEN3_5_XML
     ),
-    "qwen3_5_nothink": lambda: ChunkedProcessor(qwen3_nothink_chunks(), think_markers=THINK, name="qwen3_5_nothink"),
+    "qwen3_5_nothink": lambda: ChunkedProcessor(
+        qwen3_5_nothink_chunks(), think_markers=THINK, name="qwen3_5_nothink", tool_format=QWEN3_5_XML
+    ),
     "gemma4_thinking": lambda: ChunkedProcessor(
         gemma4_chunks(True),
         think_markers=GEMMA4_THOUGHT,

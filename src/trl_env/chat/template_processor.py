@@ -27,6 +27,7 @@ from trl_env.chat.chunked_processor import ChunkedProcessor
 from trl_env.chat.chunks import ChatChunks, special_token_strings
 from trl_env.chat.parsing import parse_with_response_template
 from trl_env.chat.presets import GEMMA4_THOUGHT, THINK
+from trl_env.chat.tool_formats import format_of_template
 from trl_env.core import ParsedOutput
 
 if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
@@ -179,6 +180,7 @@ class ChatTemplateProcessor(ChunkedProcessor):
             derive_chunks(tokenizer, template_kwargs),
             think_markers=_think_markers(template),
             template_kwargs=template_kwargs,
+            tool_format=format_of_template(template),  # when the tokenizer has no response template
         )
         self.tokenizer = _with_response_template(tokenizer)
         self.thinking = thinking

@@ -9,8 +9,10 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from trl_env.core import ToolResult
 
 
 @dataclass(frozen=True)
@@ -21,11 +23,18 @@ class EnvReply:
         delta: the text the env appended.
         reward: the episode's score so far, as a float.
         alive: False once the episode is over.
+        tools: after ``reset`` of a :class:`~trl_env.core.UsesTools` env, its tools as JSON schemas
+            (converted in the worker: env objects and their methods never leave it).
+        tool_results: after ``step`` of such an env, one result per tool call of the turn; the engine
+            renders them as ``tool`` messages instead of a user message.
     """
 
     delta: str
     reward: float
     alive: bool
+    # left out of the repr: a plain env's replies read as before, and schemas are long
+    tools: tuple[dict[str, Any], ...] = field(default=(), repr=False)
+    tool_results: tuple[ToolResult, ...] = field(default=(), repr=False)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@
 tuple, so the same code serves a daemon thread (thread isolation) and a child process
 (process isolation, see :func:`child_main`):
 
-- ``("reply", delta, reward, alive)``: the call returned; ``reward`` is a float, ``alive`` a bool;
+- ``("reply", delta, reward, alive)``: the call returned; ``reward`` is a float, ``alive`` a bool; a
+  :class:`~trl_env.core.UsesTools` env's reply adds its tools' JSON schemas (after ``reset``) and its
+  :class:`~trl_env.core.ToolResult` tuple (after ``step``);
 - ``("fault", message)``: env code raised (any ``BaseException``, ``SystemExit`` included);
 - ``("contract", message)``: the env broke the protocol (wrong types, factory returned a non-env);
 - ``("released", metrics, warning)``: ``release`` ran ``metrics()``/``close()``; ``warning`` is
@@ -40,7 +42,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from trl_env.core import Closable, ReportsMetrics
+from trl_env.core import Closable, ReportsMetrics, ToolResult, UsesTools
 
 Outcome = tuple[Any, ...]
 
@@ -169,7 +171,26 @@ class EnvHost:
         if alive is None:
             return ("contract", f"{name.replace('.reward', '.alive')} is {raw_alive!r}, expected a bool")
         self.env = new_env
+        if isinstance(new_env, UsesTools):
+            return self._tool_reply(new_env, method, where, (delta, reward, alive))
         return ("reply", delta, reward, alive)
+
+    def _tool_reply(self, env: UsesTools, method: str, where: str, reply: tuple[str, float, bool]) -> Outcome:
+        """A tool env's reply: its tools as JSON schemas after ``reset``, its tool results after ``step``."""
+        from trl_env.chat.tool_calls import tool_schema
+
+        if method == "reset":
+            try:
+                tools = tuple(tool_schema(tool) for tool in env.tools)
+            except Exception as error:  # a tool without type hints or docstring, a non-JSON schema
+                return ("contract", f"{where}: cannot declare its tools: {describe(error)}")
+            return ("reply", *reply, tools, ())
+        results = []
+        for result in env.tool_results:
+            if not (isinstance(result, tuple) and len(result) == 2 and all(isinstance(x, str) for x in result)):
+                return ("contract", f"{where}: tool_results holds {result!r:.80}, expected ToolResult(name, content)")
+            results.append(ToolResult(*result))
+        return ("reply", *reply, (), tuple(results))
 
     def _shutdown(self) -> Outcome:
         """The pool is closing (or this worker was abandoned): ``close()`` the env, if any, without metrics."""

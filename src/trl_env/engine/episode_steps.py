@@ -91,7 +91,7 @@ class EpisodeSteps:
             self.fail(episode, slot, reply, turn=0)
             return episode, None
         delta = self.encoder.truncate(reply.delta, config.max_env_tokens)
-        prompt_ids, prompt_text = self.encoder.prompt(config.system_prompt, delta)
+        prompt_ids, prompt_text = self.encoder.prompt(config.system_prompt, delta, reply.tools)
         episode = Episode(seed=seed, prompt_ids=prompt_ids, prompt_text=prompt_text, reward=reply.reward)
         return episode, LiveEpisode(slot, episode)
 
@@ -141,7 +141,7 @@ class EpisodeSteps:
         if run.episode.num_turns >= config.max_turns:
             self.finish(run, StopReason.MAX_TURNS)
             return False
-        ids, text = self.encoder.user_turn(delta, close_turn=False)
+        ids, text = self.encoder.env_turn(delta, reply.tool_results, close_turn=False)
         if len(ids) + 1 > run.budget_left(config):
             self.finish(run, StopReason.TOKEN_BUDGET)
             return False
