@@ -16,6 +16,8 @@ protocol                  what the engine does with it
 :class:`ReportsMetrics`   an env whose ``metrics()`` are recorded when its episode ends
                           (``success`` among them is what :func:`~trl_env.evaluate` counts)
 :class:`Closable`         an env whose ``close()`` is called when its episode ends
+:class:`Forkable`         an env that makes its own independent copy for tree rollouts (otherwise
+                          ``copy.deepcopy``, see :func:`trl_env.engine.forking.fork_env`)
 :class:`Generator`        the sampling backend: batched contexts in, sampled ids and logprobs out
 :class:`CollectiveGenerator`  a generator whose calls are collective across processes
 ========================  =====================================================================
@@ -131,6 +133,34 @@ class Closable(Protocol):
     """An env holding a resource (process, socket, container) to release when its episode ends."""
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class Forkable(Protocol):
+    """An env that copies itself for tree rollouts: ``fork()`` returns an independent env in the same state.
+
+    Without it the pool copies an env with ``copy.deepcopy`` (thread isolation) or ``pickle`` (process
+    isolation); give an env holding a process, socket or container a ``fork()`` that starts its own.
+    The copy must share nothing mutable with the original: stepping one must not change the other.
+
+    Example:
+        >>> class Counter:
+        ...     reward, alive = 0.0, True
+        ...     def __init__(self, history=()):
+        ...         self.history = list(history)
+        ...     def reset(self, seed):
+        ...         return self, seed
+        ...     def step(self, action):
+        ...         self.history.append(action)
+        ...         return self, str(len(self.history))
+        ...     def fork(self):
+        ...         return Counter(self.history)
+        >>> env = Counter(["a"])
+        >>> isinstance(env, Forkable), env.fork().step("b")[1], env.history
+        (True, '2', ['a'])
+    """
+
+    def fork(self) -> Env: ...
 
 
 # --- the generation backend ----------------------------------------------------------------------
