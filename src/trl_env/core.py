@@ -18,6 +18,8 @@ protocol                  what the engine does with it
 :class:`Closable`         an env whose ``close()`` is called when its episode ends
 :class:`UsesTools`        an env whose actions are tool calls: its tools go into the prompt as the
                           chat template renders them, its results come back as ``tool`` messages
+:class:`Forkable`         an env that makes its own independent copy for tree rollouts (otherwise
+                          ``copy.deepcopy``, see :func:`trl_env.engine.forking.fork_env`)
 :class:`Generator`        the sampling backend: batched contexts in, sampled ids and logprobs out
 :class:`CollectiveGenerator`  a generator whose calls are collective across processes
 :class:`ConcurrentGenerator`  a generator that takes requests without blocking (a server batching
@@ -188,6 +190,34 @@ class UsesTools(Protocol):
 
     tools: Sequence[Any]
     tool_results: Sequence[ToolResult]
+
+
+@runtime_checkable
+class Forkable(Protocol):
+    """An env that copies itself for tree rollouts: ``fork()`` returns an independent env in the same state.
+
+    Without it the pool copies an env with ``copy.deepcopy`` (thread isolation) or ``pickle`` (process
+    isolation); give an env holding a process, socket or container a ``fork()`` that starts its own.
+    The copy must share nothing mutable with the original: stepping one must not change the other.
+
+    Example:
+        >>> class Counter:
+        ...     reward, alive = 0.0, True
+        ...     def __init__(self, history=()):
+        ...         self.history = list(history)
+        ...     def reset(self, seed):
+        ...         return self, seed
+        ...     def step(self, action):
+        ...         self.history.append(action)
+        ...         return self, str(len(self.history))
+        ...     def fork(self):
+        ...         return Counter(self.history)
+        >>> env = Counter(["a"])
+        >>> isinstance(env, Forkable), env.fork().step("b")[1], env.history
+        (True, '2', ['a'])
+    """
+
+    def fork(self) -> Env: ...
 
 
 # --- the generation backend ----------------------------------------------------------------------

@@ -81,7 +81,12 @@ class Segment:
 
 @dataclass
 class Episode:
-    """Token sequence, reward and transcript of one episode."""
+    """Token sequence, reward and transcript of one episode.
+
+    In a tree rollout an episode is one leaf path: ``tree_nodes`` are the ids of the shared prefixes it
+    passes through (root first, unique within a batch) and ``tree_branch_points`` the completion offsets
+    where each ends (see :mod:`trl_env.trainer.tree_advantages`); both empty for a plain episode.
+    """
 
     seed: str
     prompt_ids: list[int]
@@ -96,6 +101,8 @@ class Episode:
     metrics: dict[str, float] | None = None
     segments: list[Segment] = field(default_factory=list, repr=False)
     sampled_ids: list[int] = field(default_factory=list, repr=False)
+    tree_nodes: list[str] = field(default_factory=list, repr=False)
+    tree_branch_points: list[int] = field(default_factory=list, repr=False)
 
     @property
     def num_turns(self) -> int:

@@ -159,6 +159,69 @@ def test_episode_mode_equals_trl_and_failed_equals_trl_unscorable(qwen3_tokenize
             assert (tokens[k, start:end] == trl[k]).all()
 
 
+def make_tree_rollout_func(tokenizer, rewards=(1.0, 0.0, 0.0, 0.0)):
+    """Two trunks (the same tokens in both of their copies) forked into two leaves each; leaf k starts with marker k."""
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    words = tokenizer.encode(" the cat sat on a mat by the door", add_special_tokens=False)
+    markers = tokenizer.encode(" zero one two three", add_special_tokens=False)
+    trunks = {"a": words[0:3], "b": words[3:6]}  # two model tokens, then one env token
+
+    def rollout_func(prompts, trainer):
+        batch = {key: [] for key in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "env_reward", "failed")}
+        batch.update(
+            {key: [] for key in ("turn_rewards", "turn_spans", "state_keys", "tree_nodes", "tree_branch_points")}
+        )
+        for k, prompt in enumerate(prompts):
+            node = f"{'ab'[k % 4 // 2]}{k // 4}"  # node ids unique within the batch: trunk letter, group number
+            ids = trunks[node[0]] + [markers[k % 4], words[6], end]
+            batch["prompt_ids"].append(tokenizer.encode(prompt, add_special_tokens=False))
+            batch["completion_ids"].append(ids)
+            batch["logprobs"].append([0.0] * 6)
+            batch["env_mask"].append([1, 1, 0, 1, 1, 1])
+            batch["env_reward"].append(rewards[k % 4])
+            batch["failed"].append(False)
+            batch["turn_rewards"].append([0.0, rewards[k % 4]])
+            batch["turn_spans"].append([(0, 2), (3, 6)])
+            batch["state_keys"].append([node, None])
+            batch["tree_nodes"].append([node])
+            batch["tree_branch_points"].append([3])
+        return batch
+
+    return rollout_func, markers
+
+
+def test_tree_mode_credits_each_trunk_once_in_the_loss(qwen3_tokenizer, tiny_qwen3, tmp_path):
+    rollout_func, markers = make_tree_rollout_func(qwen3_tokenizer)
+    model = copy.deepcopy(tiny_qwen3)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    seen, trainer = run_one_step(
+        TurnLevelGRPOTrainer, model, qwen3_tokenizer, rollout_func, tmp_path, advantage_mode="tree"
+    )
+    order = [markers.index(int(ids[3])) for ids in seen["completion_ids"]]  # the leaf's first token names it
+    advantages = seen["advantages"][torch.tensor(order).argsort()]
+    # leaves 1, 0, 0, 0: mean 0.25, std 0.5; leaf (1 - 0.25) / 0.5001, (0 - 0.25) / 0.5001; trunk a mean 0.5, b 0
+    one, zero, a = 1.4997001, -0.4999000, 0.4999000
+    expected = torch.tensor(
+        [
+            [a, a, 0, one, one, one],
+            [0, 0, 0, zero, zero, zero],
+            [-a, -a, 0, zero, zero, zero],
+            [0, 0, 0, zero, zero, zero],
+        ]
+    )
+    assert torch.allclose(advantages, expected, atol=1e-6)
+    assert any(not torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    with pytest.raises(KeyError, match=r"in mode tree; missing \['tree_nodes', 'tree_branch_points'\]"):
+
+        def no_tree(prompts, trainer):
+            batch = rollout_func(prompts, trainer)
+            del batch["tree_nodes"], batch["tree_branch_points"]
+            return batch
+
+        run_one_step(TurnLevelGRPOTrainer, copy.deepcopy(tiny_qwen3), qwen3_tokenizer, no_tree, tmp_path / "no-tree",
+                     advantage_mode="tree")  # fmt: skip
+
+
 def test_missing_extra_keys_fail_clearly(qwen3_tokenizer, tiny_qwen3, tmp_path):
     rollout_func, _ = make_rollout_func(qwen3_tokenizer, keys=("turn_rewards",))
     with pytest.raises(KeyError, match=r"sample 0: the rollout_func must return .*missing \['turn_spans'\]"):

@@ -71,7 +71,7 @@ class ThreadBackend:
             target=thread_main, args=(host, self._requests, self._replies), daemon=True, name="trl-env-worker"
         ).start()
 
-    def call(self, op: str, arg: str, timeout: float | None) -> Outcome:
+    def call(self, op: str, arg: Any, timeout: float | None) -> Outcome:
         """Run ``op`` in the thread; raise :class:`WorkerLost` after ``timeout`` seconds."""
         self._requests.put((op, arg))
         try:
@@ -131,7 +131,7 @@ class ProcessBackend:
             except (EOFError, OSError):
                 pass
 
-    def call(self, op: str, arg: str, timeout: float | None) -> Outcome:
+    def call(self, op: str, arg: Any, timeout: float | None) -> Outcome:
         """Run ``op`` in the child; raise :class:`WorkerLost` after ``timeout`` s or when the child dies."""
         try:
             self._conn.send((op, arg))

@@ -66,10 +66,11 @@ class EnvSlot:
     Attributes:
         seed: the seed the episode was reset with.
         index: the slot's number in its pool, counting from 0.
+        forked_from: the index of the slot this one was forked from (:meth:`EnvPool.fork`), or None.
     """
 
-    def __init__(self, pool: PoolState, seed: str, index: int) -> None:
-        self.seed, self.index = seed, index
+    def __init__(self, pool: PoolState, seed: str, index: int, forked_from: int | None = None) -> None:
+        self.seed, self.index, self.forked_from = seed, index, forked_from
         self._pool = pool
         self._worker: Any = None  # the worker it is bound to, None while queued or after its env was lost
         self._backlog: list[Task] = []  # calls made before a worker was free
@@ -148,6 +149,49 @@ class EnvPool:
             raise TypeError(f"EnvPool.step action must be a str, got {type(action).__name__} {action!r}")
         self._check(slot)
         return self._state.submit(slot, "step", action)
+
+    def fork(self, slot: EnvSlot) -> tuple[EnvSlot, Future[EnvReply | EnvFault]]:
+        """A new slot holding a copy of the slot's env as it is after the slot's earlier calls (tree rollouts).
+
+        The copy is made in the slot's worker, ordered after its earlier calls: the env's own ``fork()``
+        (:class:`~trl_env.core.Forkable`), else ``copy.deepcopy`` (thread isolation) or ``pickle`` (process
+        isolation: the pickle travels to another child process; the parent never unpickles it). The new slot
+        then takes a free worker (or queues for one) and goes on like any slot: ``step`` it, ``release`` it.
+        The two envs evolve independently. Deadlines and faults are as for :meth:`reset`: copying is charged
+        to the source's worker, loading the copy to the new one; a fault of either (the env's ``fork()``
+        raised, a timeout, a crash) is the new slot's reply, and a lost source makes a lost copy at once.
+        With ``reuse_envs`` the new slot's worker closes the env it kept and keeps the copy instead,
+        warm-``reset`` for that worker's next episode.
+
+        Returns:
+            The new slot and a future of its :class:`EnvReply` (``delta=""``, the copy's ``reward`` and
+            ``alive``) or :class:`EnvFault`. An env that cannot be copied (deepcopy or pickle refuses it,
+            e.g. it holds a process or a socket) makes the future raise :class:`EnvContractError` naming
+            the env class and the cause.
+
+        Raises:
+            ValueError: the slot is from another pool or was released.
+
+        Example:
+            >>> class Walk:
+            ...     reward, alive = 0.0, True
+            ...     def reset(self, seed):
+            ...         self.path = [seed]
+            ...         return self, seed
+            ...     def step(self, action):
+            ...         self.path.append(action)
+            ...         return self, "/".join(self.path)
+            >>> with EnvPool(Walk, isolation="thread", workers=2) as pool:
+            ...     slot, _ = pool.reset("home")
+            ...     _ = pool.step(slot, "left")
+            ...     branch, forked = pool.fork(slot)
+            ...     print(forked.result())
+            ...     print(pool.step(branch, "up").result().delta, pool.step(slot, "down").result().delta)
+            EnvReply(delta='', reward=0.0, alive=True)
+            home/left/up home/left/down
+        """
+        self._check(slot)
+        return self._state.fork(slot, lambda index: EnvSlot(self._state, slot.seed, index, forked_from=slot.index))
 
     def release(self, slot: EnvSlot) -> Future[dict[str, float] | None]:
         """End the episode (finished, failed or timed out): the env's ``metrics()`` then ``close()``, both optional.

@@ -10,7 +10,9 @@ tuple, so the same code serves a daemon thread (thread isolation) and a child pr
 - ``("fault", message)``: env code raised (any ``BaseException``, ``SystemExit`` included);
 - ``("contract", message)``: the env broke the protocol (wrong types, factory returned a non-env);
 - ``("released", metrics, warning)``: ``release`` ran ``metrics()``/``close()``; ``warning`` is
-  ``None`` or what went wrong in them.
+  ``None`` or what went wrong in them;
+- ``("forked", copy)``: ``fork`` copied the env (:mod:`trl_env.engine.forking`): the env object
+  (thread isolation) or its pickle (process isolation), for another worker to ``adopt``.
 
 Example:
     >>> class Coin:
@@ -23,8 +25,14 @@ Example:
     >>> host = EnvHost(Coin, reuse=False)
     >>> host.handle("reset", "7")
     ('reply', 'seed 7', 0.0, True)
+    >>> kind, copy = host.handle("fork", "")
+    >>> other = EnvHost(Coin, reuse=False)
+    >>> other.handle("adopt", ("7", copy))
+    ('reply', '', 0.0, True)
     >>> host.handle("step", "heads")
     ('reply', 'done', 1.0, False)
+    >>> other.env.alive, other.env is not host.env
+    (True, True)
     >>> host.handle("release", "")
     ('released', None, None)
     >>> host.handle("step", "again")[0]
@@ -43,6 +51,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trl_env.core import Closable, ReportsMetrics, ToolResult, UsesTools
+from trl_env.engine.forking import ForkError, fork_bytes, fork_env
 
 Outcome = tuple[Any, ...]
 
@@ -102,18 +111,36 @@ class EnvHost:
         factory: builds an env (called inside the worker, at ``reset`` when no env is kept).
         reuse: keep the env after ``release`` and warm-``reset`` it for the next episode.
         load_error: set when the factory could not be unpickled in this worker; every reset reports it.
+        pickled_forks: ``fork`` returns the copy pickled and ``adopt`` unpickles it (process workers).
     """
 
-    def __init__(self, factory: Callable[[], Any] | None, *, reuse: bool, load_error: str | None = None) -> None:
-        self.factory, self.reuse, self.load_error = factory, reuse, load_error
+    def __init__(
+        self,
+        factory: Callable[[], Any] | None,
+        *,
+        reuse: bool,
+        load_error: str | None = None,
+        pickled_forks: bool = False,
+    ) -> None:
+        self.factory, self.reuse, self.load_error, self.pickled_forks = factory, reuse, load_error, pickled_forks
         self.env: Any = None
         self.seed: str | None = None
         self.in_episode = False
 
-    def handle(self, op: str, arg: str) -> Outcome:
-        """Run ``op`` ("reset", "step", "release" or "shutdown") and return its outcome tuple."""
+    def handle(self, op: str, arg: Any) -> Outcome:
+        """Run ``op`` and return its outcome tuple.
+
+        ``op`` is "reset" (arg: the seed), "step" (the action), "fork" (copy the env), "adopt" (arg: the
+        seed and a ``fork``'s copy: continue the episode with it), "release" or "shutdown".
+        """
         if op == "reset":
             return self._reset(arg)
+        if op == "adopt":
+            return self._adopt(*arg)
+        if op == "fork":
+            if not self.in_episode or self.env is None:
+                return ("contract", "fork() with no env: reset() did not build one or the slot was released")
+            return self._fork()
         if op == "release":
             return self._release(close=not self.reuse)
         if op == "shutdown":
@@ -143,6 +170,27 @@ class EnvHost:
                 )
             self.env = env
         return self._call(self.env, "reset", seed)
+
+    def _fork(self) -> Outcome:
+        try:
+            copied = fork_bytes(self.env) if self.pickled_forks else fork_env(self.env)
+        except ForkError as error:  # cannot be copied at all: a property of the env class, not of this call
+            return ("contract", f"{error} (seed={self.seed!r})")
+        except BaseException as error:  # the env's own fork() raised: a fault, as in step()
+            return ("fault", f"fork() raised {describe(error)}")
+        return ("forked", copied)
+
+    def _adopt(self, seed: str, copied: Any) -> Outcome:
+        """Continue the episode of ``seed`` with another worker's ``fork`` copy; the reply's delta is ``""``."""
+        if self.env is not None:  # reuse_envs: the env kept from this worker's last episode gives way to the copy
+            self._shutdown()  # its close() failing must not stop the fork (no one is waiting for that env)
+        self.seed, self.in_episode = seed, True
+        if self.pickled_forks:
+            try:
+                copied = pickle.loads(copied)
+            except BaseException as error:
+                return ("fault", f"could not load the forked env in this worker: {describe(error)}")
+        return self._accept(copied, (copied, ""), "fork")
 
     def _call(self, env: Any, method: str, arg: str) -> Outcome:
         try:
@@ -263,9 +311,10 @@ def child_main(conn: Any, factory_bytes: bytes, reuse: bool) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
     try:
-        host = EnvHost(pickle.loads(factory_bytes), reuse=reuse)
+        host = EnvHost(pickle.loads(factory_bytes), reuse=reuse, pickled_forks=True)
     except BaseException as error:
-        host = EnvHost(None, reuse=reuse, load_error=f"could not load env_factory in the worker: {describe(error)}")
+        message = f"could not load env_factory in the worker: {describe(error)}"
+        host = EnvHost(None, reuse=reuse, load_error=message, pickled_forks=True)
     conn.send(("ready",))  # the parent starts counting call deadlines only now
     while True:
         try:

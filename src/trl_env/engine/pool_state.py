@@ -33,10 +33,10 @@ _atexit_registered = False
 
 @dataclass
 class Task:
-    """One call on a slot: ``op`` is "reset", "step" or "release"."""
+    """One call on a slot: ``op`` is "reset", "step", "fork", "adopt" or "release"."""
 
     op: str
-    arg: str
+    arg: Any
     slot: Any
     future: Future
 
@@ -76,6 +76,58 @@ class PoolState:
                 self.pending.append(slot)
         return slot, future
 
+    def fork(self, source: Any, make_slot: Callable[[int], Any]) -> tuple[Any, Future]:
+        """A new slot continuing a copy of ``source``'s env as it is after the source's earlier calls.
+
+        The source's worker copies its env (a "fork" task, queued like a step); once the copy is there,
+        the new slot's first task, "adopt", loads it on a free worker (or the slot queues for one), so no
+        worker sits idle waiting for a copy. A lost source makes a lost copy.
+        """
+        with self.lock:
+            if self.closed:
+                raise RuntimeError("EnvPool is closed")
+            slot = make_slot(self.slots_made)
+            self.slots_made += 1
+            if source._fault is not None:  # the source's env is gone: so is its copy
+                slot._fault = source._fault
+                return slot, _done(source._fault)
+            adopted, copied = self._future(), self._future()
+            slot._backlog.append(Task("adopt", None, slot, adopted))
+            task = Task("fork", "", source, copied)
+            if source._worker is not None:
+                source._worker.tasks.put(task)
+            else:
+                source._backlog.append(task)
+        copied.add_done_callback(lambda future: self._adopt(slot, future))  # at once if already copied
+        return slot, adopted
+
+    def _adopt(self, slot: Any, copied: Future) -> None:
+        """The source's copy arrived (or failed): queue the new slot for a worker, or fail it like the source."""
+        error, fault = None, None
+        if copied.cancelled():  # the source was released while still queued, before it ran (or the pool closed)
+            fault = EnvFault("exception", "the forked slot was released before its env could be copied")
+        elif copied.exception() is not None:
+            error = copied.exception()
+        elif isinstance(copied.result(), EnvFault):
+            fault = copied.result()
+        with self.lock:
+            if self.closed or slot._released:  # close() cancelled its futures; release() dropped its backlog
+                return
+            if error is None and fault is None:
+                slot._backlog[0].arg = (slot.seed, copied.result())
+                if self.free:
+                    self._bind(self.free.popleft(), slot)
+                else:
+                    self.pending.append(slot)
+                return
+            slot._fault = fault or EnvFault("exception", str(error))
+            backlog, slot._backlog = slot._backlog, []
+        for task in backlog:  # the adopt (it gets the source's error or fault), then steps queued on the copy
+            if task.op == "adopt" and error is not None:
+                self.resolve(task.future, error=error)
+            else:
+                self.resolve(task.future, slot._fault)
+
     def submit(self, slot: Any, op: str, arg: str) -> Future:
         """Queue ``step``/``release`` on the slot's worker (or its backlog while it waits for one)."""
         with self.lock:
@@ -87,8 +139,9 @@ class PoolState:
                 return _done(None)
             if slot._fault is not None:  # the env was lost: nothing can run on it
                 return _done(slot._fault if op == "step" else None)
-            if op == "release" and slot._worker is None:  # still queued for a worker: drop it
-                self.pending.remove(slot)
+            if op == "release" and slot._worker is None:  # still queued for a worker (or for its fork's copy): drop it
+                if slot in self.pending:
+                    self.pending.remove(slot)
                 for task in slot._backlog:
                     self.outstanding.discard(task.future)
                     task.future.cancel()
@@ -177,7 +230,7 @@ class _Worker:
     def _run(self, task: Task) -> None:
         pool = self.pool
         if task.slot._fault is not None:  # a call queued behind the one that lost the env
-            pool.resolve(task.future, task.slot._fault if task.op == "step" else None)
+            pool.resolve(task.future, None if task.op == "release" else task.slot._fault)
             return
         with pool.lock:
             if pool.closed:
@@ -227,6 +280,8 @@ class _Worker:
         elif outcome[0] == "released":
             if outcome[2] is not None:
                 logger.warning("%s", outcome[2])
+            pool.resolve(task.future, outcome[1])
+        elif outcome[0] == "forked":  # the copy, for the new slot's "adopt" (PoolState._adopt)
             pool.resolve(task.future, outcome[1])
         else:
             pool.resolve(task.future, reply(outcome))

@@ -27,6 +27,10 @@ Modes (every mode: env positions, padding and failed samples get exactly 0):
     ``None``. Unscaled, as GiGPO's default ``mean_norm`` (a std over 2-3 turns is noise), so the
     step term is in reward units while the episode term is std-normalised: choose ``w`` with that
     in mind.
+``"tree"`` (tree rollouts, :mod:`trl_env.trainer.tree_advantages`)
+    The episode advantage ``A_i`` on the sample's own tokens (after its last branch point); a shared
+    prefix's tokens get the mean ``A_i`` of the scorable samples through it, in exactly one of the
+    samples that share it (0 in the other copies). Without branch points it is ``"episode"``.
 
 Why per turn index, leave-one-out (verl issue 7244): normalising per-turn *rewards* per turn index
 and summing them subtracts a baseline with one term per turn the sample itself took, so the
@@ -57,14 +61,20 @@ from typing import Literal
 
 import torch
 
-AdvantageMode = Literal["episode", "turn", "anchor"]
-MODES: tuple[str, ...] = ("episode", "turn", "anchor")
+from trl_env.trainer.tree_advantages import tree_token_advantages
+
+AdvantageMode = Literal["episode", "turn", "anchor", "tree"]
+MODES: tuple[str, ...] = ("episode", "turn", "anchor", "tree")
 EPSILON = 1e-4  # TRL 1.16's epsilon in (reward - mean) / (std + 1e-4)
 
 
 @dataclass(frozen=True)
 class EpisodeCredit:
-    """What credit assignment needs of one episode (one sample)."""
+    """What credit assignment needs of one episode (one sample).
+
+    ``tree_nodes`` / ``tree_branch_points`` (mode ``"tree"`` only): the shared prefixes this sample passes
+    through, root first, and the completion offset where each ends (see :mod:`trl_env.trainer.tree_advantages`).
+    """
 
     turn_rewards: Sequence[float]
     turn_spans: Sequence[tuple[int, int]]
@@ -72,6 +82,8 @@ class EpisodeCredit:
     completion_length: int
     episode_reward: float | None = None
     failed: bool = False
+    tree_nodes: Sequence[str] = ()
+    tree_branch_points: Sequence[int] = ()
 
 
 def discounted_returns(rewards: Sequence[float], gamma: float = 1.0) -> list[float]:
@@ -211,12 +223,12 @@ def compute_advantages(
     Args:
         samples: one :class:`EpisodeCredit` per sample, groups contiguous.
         num_generations: samples per group.
-        mode: ``"episode"``, ``"turn"`` or ``"anchor"``.
+        mode: ``"episode"``, ``"turn"``, ``"anchor"`` or ``"tree"``.
         gamma: discount of the turn returns (``"turn"``, ``"anchor"``).
         step_weight: ``w``, the weight of the anchor step term.
         scale: divide ``"turn"`` advantages by the turn index's std.
         episode: (B,) episode advantages to use instead of those of ``episode_reward`` (a trainer passes
-            TRL's own); failed samples must be 0 there.
+            TRL's own); failed samples must be 0 there. Modes ``"episode"``, ``"anchor"`` and ``"tree"``.
         width: number of columns; defaults to the longest ``completion_length``.
 
     Returns:
@@ -237,6 +249,8 @@ def compute_advantages(
             episode = episode_advantages(samples, num_generations)
         elif tuple(episode.shape) != (len(samples),):
             raise ValueError(f"episode advantages must have shape ({len(samples)},); got {tuple(episode.shape)}")
+        if mode == "tree":
+            return tree_token_advantages(samples, num_generations, episode, width)
         base = episode.detach().to("cpu", torch.float32)
         per_turn = [[float(base[i])] * len(s.turn_spans) for i, s in enumerate(samples)]
         if mode == "anchor":

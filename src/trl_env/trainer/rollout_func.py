@@ -102,7 +102,8 @@ def episodes_to_batch(
     token with mask 0, so it is a finished sample that trains nothing. A failed episode's
     ``env_reward`` is None (unscorable) unless ``failure_reward`` is set. Per-turn columns for
     turn-level credit (:mod:`trl_env.trainer.turn_level_grpo`): ``turn_rewards``, ``turn_spans``,
-    ``state_keys`` and ``failed``.
+    ``state_keys`` and ``failed``; for tree rollouts (mode ``"tree"``), ``tree_nodes`` and ``tree_branch_points``
+    (empty lists for plain episodes).
 
     Example:
         >>> batch = episodes_to_batch([Episode(seed="s", prompt_ids=[1], prompt_text="")], turn_end_id=2)
@@ -123,6 +124,8 @@ def episodes_to_batch(
             "turn_spans",
             "state_keys",
             "failed",
+            "tree_nodes",
+            "tree_branch_points",
         )
     }
     for episode in episodes:
@@ -143,6 +146,8 @@ def episodes_to_batch(
             [state_key(episode.prompt_text, episode.turns[:i]) for i in range(episode.num_turns)]
         )
         batch["failed"].append(episode.failed)
+        batch["tree_nodes"].append(list(episode.tree_nodes))
+        batch["tree_branch_points"].append(list(episode.tree_branch_points))
     return batch
 
 

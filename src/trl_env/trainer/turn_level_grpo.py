@@ -11,13 +11,19 @@ it calls ``_calculate_rewards``, and ``_compute_loss`` accepts (B, T) advantages
   returned None);
 * ``_generate_and_score_completions`` replaces ``output["advantages"]`` with the (B, T) tensor of
   :func:`~trl_env.trainer.advantages.compute_advantages`. Mode ``"episode"`` keeps TRL's own (B,)
-  advantages (identical, see the tests); ``"anchor"`` uses them as its episode term.
+  advantages (identical, see the tests); ``"anchor"`` uses them as its episode term, ``"tree"`` as its
+  leaf advantages (a shared prefix gets the mean of its scorable leaves', once).
+
+Mode ``"tree"`` (tree rollouts) also needs, per sample, ``tree_nodes`` (the ids of the shared prefixes the
+sample passes through, root first; unique within the batch) and ``tree_branch_points`` (the completion
+offset where each of them ends): see :mod:`trl_env.trainer.tree_advantages`. A sample with empty lists
+is a plain episode.
 
 Example:
     >>> TurnLevelGRPOTrainer(advantage_mode="sideways")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: advantage_mode must be one of ('episode', 'turn', 'anchor'); got 'sideways'
+    ValueError: advantage_mode must be one of ('episode', 'turn', 'anchor', 'tree'); got 'sideways'
 """
 
 from __future__ import annotations
@@ -32,13 +38,14 @@ from trl import GRPOTrainer
 from trl_env.trainer.advantages import MODES, AdvantageMode, EpisodeCredit, compute_advantages
 
 CREDIT_KEYS = ("turn_rewards", "turn_spans", "state_keys")
+TREE_KEYS = ("tree_nodes", "tree_branch_points")
 
 
 class TurnLevelGRPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` whose loss sees turn-level (B, T) advantages; other arguments as ``GRPOTrainer``.
 
     Args:
-        advantage_mode: ``"episode"``, ``"turn"`` or ``"anchor"`` (see :mod:`trl_env.trainer.advantages`).
+        advantage_mode: ``"episode"``, ``"turn"``, ``"anchor"`` or ``"tree"`` (see :mod:`trl_env.trainer.advantages`).
         gamma: discount of the turn returns.
         step_weight: weight ``w`` of the anchor step term.
         scale_turns: divide ``"turn"`` advantages by the turn index's std.
@@ -69,7 +76,8 @@ class TurnLevelGRPOTrainer(GRPOTrainer):
         local_failed = [bool(row.get("failed", False)) for row in inputs]
         if self.advantage_mode != "episode":
             self._credits = [
-                _credit(row, len(ids), i) for i, (row, ids) in enumerate(zip(inputs, completion_ids_list, strict=True))
+                _credit(row, len(ids), i, tree=self.advantage_mode == "tree")
+                for i, (row, ids) in enumerate(zip(inputs, completion_ids_list, strict=True))
             ]
         # rewards_per_func is gathered across processes; so must the flags be
         failed = torch.tensor(gather_object(local_failed), dtype=torch.bool, device=rewards_per_func.device)
@@ -107,13 +115,14 @@ class TurnLevelGRPOTrainer(GRPOTrainer):
         return output
 
 
-def _credit(row: dict[str, Any], completion_length: int, index: int) -> EpisodeCredit:
+def _credit(row: dict[str, Any], completion_length: int, index: int, *, tree: bool = False) -> EpisodeCredit:
     """The :class:`EpisodeCredit` of one input row that TRL merged the rollout_func's extra keys into."""
-    missing = [key for key in CREDIT_KEYS if key not in row]
+    keys = CREDIT_KEYS + TREE_KEYS if tree else CREDIT_KEYS
+    missing = [key for key in keys if key not in row]
     if missing:
         raise KeyError(
-            f"sample {index}: the rollout_func must return {list(CREDIT_KEYS)} (one entry per sample) for "
-            f"TurnLevelGRPOTrainer; missing {missing}"
+            f"sample {index}: the rollout_func must return {list(keys)} (one entry per sample) for "
+            f"TurnLevelGRPOTrainer{' in mode tree' if tree else ''}; missing {missing}"
         )
     return EpisodeCredit(
         turn_rewards=list(row["turn_rewards"]),
@@ -121,4 +130,6 @@ def _credit(row: dict[str, Any], completion_length: int, index: int) -> EpisodeC
         state_keys=list(row["state_keys"]),
         completion_length=completion_length,
         failed=bool(row.get("failed", False)),
+        tree_nodes=list(row["tree_nodes"]) if tree else (),
+        tree_branch_points=[int(point) for point in row["tree_branch_points"]] if tree else (),
     )
