@@ -17,6 +17,8 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import os
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -29,7 +31,8 @@ from trl_env.engine.rollout import RolloutEngine
 from trl_env.episode import Episode
 from trl_env.generation.kv_cache import EpisodeCacheGenerator
 from trl_env.trainer.failures import FailureMonitor
-from trl_env.trainer.metrics import log_episode_metrics
+from trl_env.trainer.launch_check import launch_problem
+from trl_env.trainer.metrics import SUM_EPISODES, SUM_ERRORS, log_episode_metrics
 from trl_env.trainer.transcripts import FlushTranscripts, TranscriptRecorder
 from trl_env.trainer.trl_compat import (
     enable_vllm_cpu_weight_sync,
@@ -198,6 +201,9 @@ def make_rollout_func(
     failures = FailureMonitor(max_rate=max_failure_rate, window=failure_window)
 
     def build(trainer: Any) -> RolloutEngine:
+        problem = launch_problem(os.environ, trainer.accelerator.num_processes)
+        if problem is not None:
+            warnings.warn(problem, stacklevel=3)
         tokenizer = trainer_tokenizer(trainer)
         chosen = processor if processor is not None else ChatTemplateProcessor(tokenizer)
         if not allow_non_additive:
@@ -246,8 +252,9 @@ def make_rollout_func(
                 trainer.add_callback(FlushTranscripts(recorder))  # write what is queued when training ends
         engine: RolloutEngine = current["engine"]
         episodes = engine.run(env_factory, [prompt_to_seed(p) for p in prompts], progress=progress)
-        log_episode_metrics(trainer, episodes)
-        failures.observe(episodes)
+        # one collective per rollout: the metrics and the failure check both use every process's counts
+        totals = log_episode_metrics(trainer, episodes)
+        failures.observe(episodes, counts=(int(totals[SUM_ERRORS]), int(totals[SUM_EPISODES])))
         if current["recorder"] is not None:
             current["recorder"].record(trainer.state.global_step, episodes)
         return episodes_to_batch(episodes, engine.encoder.turn_end_id, engine.config.failure_reward)
