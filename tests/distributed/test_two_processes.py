@@ -9,6 +9,7 @@ logged figures are checked against both processes' records.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -106,6 +107,11 @@ def test_env_metrics_count_the_episodes_of_both_processes(launcher, tiny_model_d
     assert logged0[0]["env/turns_mean"] == pytest.approx(1.75)
     assert logged0[0]["env/errors"] == 4.0 and logged0[1]["env/errors"] == 8.0
     assert logged0[0]["env/reward_mean"] == pytest.approx((8 * 1.0 + 4 * 2.0) / 12)
+    # the transcript table (where wandb is installed) holds one recorded episode of each process per step
+    tables = sorted((tmp_path / launcher).glob("wandb/offline-run-*/files/media/table/env/transcripts_*.table.json"))
+    if importlib.util.find_spec("wandb") is not None:
+        rows = [(row[0], row[1], row[6]) for path in tables for row in json.loads(path.read_text())["data"]]
+        assert sorted(rows) == [(0, 0, 1), (0, 1, 2), (1, 0, 1), (1, 1, 2)], rows  # (step, process, turns)
 
 
 def test_every_process_stops_at_the_same_step_when_every_env_fails(tiny_model_dir, tmp_path):

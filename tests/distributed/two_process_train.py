@@ -8,6 +8,7 @@ rollouts (seeds, turns, failures, rewards), TRL's log history, or the error that
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -36,7 +37,12 @@ def main() -> None:
     from tests.distributed.rank_envs import RankedEnv, rank
     from trl_env import env_reward, make_rollout_func
 
-    inner = make_rollout_func(RankedEnv, max_turns=4, max_turn_tokens=4, env_isolation="process")
+    inner = make_rollout_func(
+        RankedEnv, max_turns=4, max_turn_tokens=4, env_isolation="process", transcripts_every=1, transcripts_per_step=1
+    )
+    # where wandb is installed, the transcript table of both processes goes to an offline run under OUT/wandb
+    tables = importlib.util.find_spec("wandb") is not None
+    os.environ.update(WANDB_MODE="offline", WANDB_DIR=args.out, WANDB_SILENT="true", WANDB_PROJECT="trl-env-test")
     rollouts: list[dict] = []
 
     def rollout_func(prompts, trainer):
@@ -63,7 +69,7 @@ def main() -> None:
         learning_rate=1e-3,
         beta=0.0,
         logging_steps=1,
-        report_to="none",
+        report_to=["wandb"] if tables else "none",
         use_cpu=True,  # with accelerate's config this is what makes the processes use gloo on the CPU
         save_strategy="no",
         bf16=False,
