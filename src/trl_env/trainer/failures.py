@@ -42,14 +42,25 @@ class FailureMonitor:
         self.max_rate, self.window = max_rate, window
         self.steps: deque[tuple[int, int]] = deque(maxlen=window)
 
-    def observe(self, episodes: list[Episode]) -> None:
-        """Record one step's episodes; raise when all failed, or too many over the window."""
+    def observe(self, episodes: list[Episode], *, counts: tuple[int, int] | None = None) -> None:
+        """Record one step's episodes; raise when all failed, or too many over the window.
+
+        Args:
+            episodes: this process's episodes of the step (their first errors go into the message).
+            counts: (failed, total) episodes of the step over every process; defaults to ``episodes``'s own.
+                Under several processes pass the global counts, so that every process raises at the same
+                step: a process that raised alone would leave the others waiting in TRL's next collective.
+
+        Example:
+            >>> from trl_env.episode import Episode, StopReason
+            >>> bad = Episode(seed="b", prompt_ids=[1], prompt_text="", stop_reason=StopReason.ENV_ERROR, error="x")
+            >>> FailureMonitor().observe([bad, bad], counts=(2, 4))  # the other process's two episodes were fine
+        """
         failed = [e for e in episodes if e.failed]
-        self.steps.append((len(failed), len(episodes)))
-        if episodes and len(failed) == len(episodes):
-            raise EnvFailuresError(
-                _message(f"every episode of this step failed ({len(failed)} of {len(episodes)})", failed)
-            )
+        n_failed, n = counts if counts is not None else (len(failed), len(episodes))
+        self.steps.append((n_failed, n))
+        if n and n_failed == n:
+            raise EnvFailuresError(_message(f"every episode of this step failed ({n_failed} of {n})", failed))
         total_failed, total = (sum(column) for column in zip(*self.steps, strict=True))
         if len(self.steps) == self.window and total and total_failed / total > self.max_rate:
             raise EnvFailuresError(
@@ -64,4 +75,6 @@ class FailureMonitor:
 def _message(head: str, failed: list[Episode]) -> str:
     lines = [f"{head}; the environment, not the model, is failing. First errors:"]
     lines += [f"  {episode.error}" for episode in failed[:3]]
+    if not failed:
+        lines.append("  (none on this process: see the other processes' errors)")
     return "\n".join(lines)

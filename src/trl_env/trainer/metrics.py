@@ -14,6 +14,9 @@ from typing import Any
 from trl_env.episode import Episode, StopReason
 from trl_env.trainer.trl_compat import log_metric, sum_over_processes
 
+# positions in episode_sums: the failure check reads these two
+SUM_EPISODES, SUM_ERRORS = 0, 4
+
 
 def episode_sums(episodes: list[Episode]) -> list[float]:
     """The additive counts behind the metrics: episodes, scored episodes, their reward, turns, errors,
@@ -47,7 +50,16 @@ def episode_metrics(sums: list[float]) -> dict[str, float]:
     }
 
 
-def log_episode_metrics(trainer: Any, episodes: list[Episode]) -> None:
-    """Add the rollout's ``env/*`` figures, over the episodes of every process, to TRL's next log."""
-    for name, value in episode_metrics(sum_over_processes(trainer, episode_sums(episodes))).items():
+def log_episode_metrics(trainer: Any, episodes: list[Episode]) -> list[float]:
+    """Add the rollout's ``env/*`` figures, over the episodes of every process, to TRL's next log.
+
+    A collective call when the trainer has several processes: every process must call it once per rollout.
+
+    Returns:
+        The :func:`episode_sums` added over every process (the failure check decides on them too, so that
+        every process reaches the same decision).
+    """
+    sums = sum_over_processes(trainer, episode_sums(episodes))
+    for name, value in episode_metrics(sums).items():
         log_metric(trainer, name, value)
+    return sums

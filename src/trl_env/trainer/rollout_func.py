@@ -17,6 +17,8 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import os
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -29,7 +31,9 @@ from trl_env.engine.rollout import RolloutEngine
 from trl_env.episode import Episode
 from trl_env.generation.kv_cache import EpisodeCacheGenerator
 from trl_env.trainer.failures import FailureMonitor
-from trl_env.trainer.metrics import log_episode_metrics
+from trl_env.trainer.launch_check import launch_problem
+from trl_env.trainer.metrics import SUM_EPISODES, SUM_ERRORS, log_episode_metrics
+from trl_env.trainer.transcript_tables import attach_tables
 from trl_env.trainer.transcripts import FlushTranscripts, TranscriptRecorder
 from trl_env.trainer.trl_compat import (
     enable_vllm_cpu_weight_sync,
@@ -178,7 +182,9 @@ def make_rollout_func(
         allow_non_additive: train even when the processor fails :func:`~trl_env.chat.additivity.check_additivity`.
         progress: show a progress bar over turns.
         transcripts_every: record the episodes of every N-th step to ``OUTPUT_DIR/transcripts*.jsonl``
-            (:class:`~trl_env.trainer.transcripts.TranscriptRecorder`; open with ``trl-env view``); None: off.
+            (:class:`~trl_env.trainer.transcripts.TranscriptRecorder`; open with ``trl-env view``), and as a
+            table to wandb or trackio when the trainer's ``report_to`` names them
+            (:mod:`~trl_env.trainer.transcript_tables`); None: off.
         transcripts_per_step: episodes recorded per recorded step; None for all.
         max_failure_rate: stop training (:class:`~trl_env.trainer.failures.EnvFailuresError`, showing the first
             errors) when every episode of a step failed, or more than this fraction over ``failure_window`` steps.
@@ -199,10 +205,13 @@ def make_rollout_func(
     base_config = RolloutConfig.from_kwargs(config, **settings)
     # One engine, for the latest trainer only, held with a weak reference: a rollout_func reused across
     # trainers never keeps an old trainer (and its model) alive, and ids of dead trainers are never confused.
-    current: dict[str, Any] = {"trainer": None, "engine": None, "recorder": None}
+    current: dict[str, Any] = {"trainer": None, "engine": None, "recorder": None, "tables": None}
     failures = FailureMonitor(max_rate=max_failure_rate, window=failure_window)
 
     def build(trainer: Any) -> RolloutEngine:
+        problem = launch_problem(os.environ, trainer.accelerator.num_processes)
+        if problem is not None:
+            warnings.warn(problem, stacklevel=3)
         tokenizer = trainer_tokenizer(trainer)
         chosen = processor if processor is not None else ChatTemplateProcessor(tokenizer)
         if not allow_non_additive:
@@ -249,12 +258,16 @@ def make_rollout_func(
                     process_index=trainer.accelerator.process_index,
                 )
                 trainer.add_callback(FlushTranscripts(recorder))  # write what is queued when training ends
+                current["tables"] = attach_tables(trainer)  # the same episodes to wandb/trackio, if reported to
         engine: RolloutEngine = current["engine"]
         episodes = engine.run(env_factory, [prompt_to_seed(p) for p in prompts], progress=progress)
-        log_episode_metrics(trainer, episodes)
-        failures.observe(episodes)
+        # one collective per rollout: the metrics and the failure check both use every process's counts
+        totals = log_episode_metrics(trainer, episodes)
+        failures.observe(episodes, counts=(int(totals[SUM_ERRORS]), int(totals[SUM_EPISODES])))
         if current["recorder"] is not None:
-            current["recorder"].record(trainer.state.global_step, episodes)
+            recorded = current["recorder"].record(trainer.state.global_step, episodes)
+            if recorded and current["tables"] is not None:
+                current["tables"].add(trainer.state.global_step, episodes[:transcripts_per_step])
         return episodes_to_batch(episodes, engine.encoder.turn_end_id, engine.config.failure_reward)
 
     return rollout_func

@@ -75,6 +75,15 @@ def sum_over_processes(trainer: Any, values: list[float]) -> list[float]:
     return [float(v) for v in accelerator.reduce(tensor, reduction="sum").tolist()]
 
 
+def gather_objects(trainer: Any, values: list[Any]) -> list[Any]:
+    """Every process's ``values`` joined in rank order (collective; identity on one process)."""
+    if trainer.accelerator.num_processes <= 1:
+        return list(values)
+    from accelerate.utils import gather_object
+
+    return list(gather_object(values))
+
+
 def uses_vllm(trainer: Any) -> bool:
     """Whether the trainer samples with vLLM (``GRPOConfig(use_vllm=True)``)."""
     return bool(trainer.use_vllm)
