@@ -202,5 +202,5 @@ class Latency:
         self.turn += 1
         self.reward += len(action) % 3
         self.alive = self.turn < self.lifetime
-        STEP_LOG[self.seed].append((start, time.perf_counter()))
+        STEP_LOG.setdefault(self.seed, []).append((start, time.perf_counter()))
         return self, f"turn {self.turn}: {action[:10]}"

@@ -52,7 +52,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
             continue
         default = f.default
         # A field with choices is a Literal of strings; the others are plain numbers or text.
-        kind = str if "choices" in f.metadata else _FLAG_TYPES[str(f.type)]
+        kind = str if "choices" in f.metadata else f.metadata.get("parse") or _FLAG_TYPES[str(f.type)]
         group.add_argument(
             "--" + f.name.replace("_", "-"),
             dest=f.name,

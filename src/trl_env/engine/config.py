@@ -25,6 +25,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from trl_env.engine.tree import TreeShape
+
 OnEnvError = Literal["fail_episode", "raise"]
 ON_ENV_ERROR: tuple[str, ...] = ("fail_episode", "raise")
 EnvIsolation = Literal["auto", "process", "thread"]
@@ -100,6 +102,14 @@ class RolloutConfig:
     max_batch: int | None = field(
         default=None, metadata=_doc("schedule='episode': most contexts per generator call (None: no cap)")
     )
+    tree: TreeShape | None = field(
+        default=None,
+        metadata=_doc(
+            "tree rollouts: fork each episode after the given model turns, e.g. '1x4' (after turn 1, 4 branches) "
+            "or '1,3x2'; every block of leaves-per-root equal seeds is played as one root (None: no forks)",
+            parse=TreeShape.parse,
+        ),
+    )
     check_invariants: bool = field(
         default=True, metadata=_doc("check every episode's token/mask/logprob invariants after a rollout")
     )
@@ -131,6 +141,8 @@ class RolloutConfig:
             not isinstance(self.failure_reward, int | float) or not math.isfinite(self.failure_reward)
         ):
             raise ValueError(f"RolloutConfig.failure_reward must be a finite number, got {self.failure_reward!r}")
+        if self.tree is not None and not isinstance(self.tree, TreeShape):
+            raise TypeError(f"RolloutConfig.tree must be a TreeShape or None, got {self.tree!r}")
         if not isinstance(self.system_prompt, str):
             raise TypeError(f"RolloutConfig.system_prompt must be a str, got {type(self.system_prompt).__name__}")
 

@@ -11,7 +11,7 @@ Example:
     >>> pool = EnvPool(GuessNumberEnv, isolation="thread", workers=1)
     >>> steps = EpisodeSteps(ChunkEncoder(tokenizer, processor), processor, tokenizer, RolloutConfig(), pool, "Guess")
     >>> slot, reply = pool.reset("3")
-    >>> episode, run = steps.start("3", slot, reply.result())
+    >>> run = steps.start(0, "3", slot, reply.result())
     >>> run.episode.num_turns, run.context == run.episode.prompt_ids
     (0, True)
     >>> pool.close()
@@ -19,8 +19,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from copy import deepcopy
 from typing import TYPE_CHECKING
 
 from trl_env.chat.chunk_encoder import ChunkEncoder
@@ -29,6 +31,7 @@ from trl_env.core import Generation, Processor
 from trl_env.engine.config import RolloutConfig
 from trl_env.engine.env_calls import EnvError
 from trl_env.engine.env_pool import EnvFault, EnvPool, EnvReply, EnvSlot
+from trl_env.engine.tree import leaf_nodes
 from trl_env.episode import Episode, SegmentKind, StopReason, Turn
 from trl_env.generation.base import cut_at_stop
 
@@ -37,13 +40,19 @@ if TYPE_CHECKING:  # a type only: importing transformers here would slow `import
 
 
 class LiveEpisode:
-    """An episode in progress: its env's slot in the pool and the running token context."""
+    """An episode in progress: its env's slot in the pool and the running token context.
 
-    def __init__(self, slot: EnvSlot, episode: Episode) -> None:
+    ``root`` is the number of the root episode it comes from (its seed's position, or its block's in a tree
+    rollout) and ``path`` the branches it took at the forks so far (empty without a tree).
+    """
+
+    def __init__(self, slot: EnvSlot, episode: Episode, root: int, path: tuple[int, ...] = ()) -> None:
         self.slot = slot
         self.episode = episode
+        self.root, self.path = root, path
         self.context = list(episode.prompt_ids)
         self.turn: Turn | None = None  # the turn whose env step is in flight
+        self.branch_points: list[int] = []  # completion offsets of the forks so far
 
     def budget_left(self, config: RolloutConfig) -> int | float:
         if config.max_completion_tokens is None:
@@ -80,20 +89,66 @@ class EpisodeSteps:
         self.config, self.pool, self.env_name = config, pool, env_name
         self.releases: list[tuple[Episode, Future]] = []  # metrics() and close() running in the workers
         self.finished: list[Episode] = []  # in the order they ended
+        self.results: dict[int, Episode] = {}  # output position -> ended episode
+        self.forks: list[Future] = []  # replies of EnvPool.fork: a fault shows in the branch's next step
+        self.sampled_tokens = 0
         self.on_end: Callable[[list[int]], None] | None = None  # told each ended episode's last context
 
-    def start(self, seed: str, slot: EnvSlot, reply: EnvReply | EnvFault) -> tuple[Episode, LiveEpisode | None]:
-        """Build the episode from its reset reply: it and its live state (None when the reset failed)."""
+    @property
+    def leaves_per_root(self) -> int:
+        """Episodes each root yields: 1, or the tree's leaves per root."""
+        return self.config.tree.leaves_per_root if self.config.tree else 1
+
+    def roots(self, seeds: Sequence[str]) -> list[str]:
+        """The seeds of the root episodes: every seed, or with a tree one per block of equal seeds."""
+        size = self.leaves_per_root
+        if size == 1:
+            return list(seeds)
+        blocks = [list(seeds[i : i + size]) for i in range(0, len(seeds), size)]
+        bad = next((block for block in blocks if len(block) != size or len(set(block)) != 1), None)
+        if bad is not None:
+            raise ValueError(
+                f"a tree rollout ({self.config.tree}) plays each block of {size} consecutive seeds as one root, "
+                f"so there must be a multiple of {size} seeds, equal within each block; got the block {bad}"
+            )
+        return [block[0] for block in blocks]
+
+    def outputs(self, count: int) -> list[Episode]:
+        """The ended episodes in output order (seed order)."""
+        return [self.results[position] for position in range(count)]
+
+    def start(self, root: int, seed: str, slot: EnvSlot, reply: EnvReply | EnvFault) -> LiveEpisode | None:
+        """Build root episode ``root`` from its reset reply: its live state, None when the reset failed."""
         config = self.config
         if isinstance(reply, EnvFault):  # a valid (empty) prompt keeps the sample usable for TRL
             prompt_ids, prompt_text = self.encoder.prompt(config.system_prompt, "")
             episode = Episode(seed=seed, prompt_ids=prompt_ids, prompt_text=prompt_text)
-            self.fail(episode, slot, reply, turn=0)
-            return episode, None
+            self.fail(episode, slot, reply, turn=0, root=root)
+            return None
         delta = self.encoder.truncate(reply.delta, config.max_env_tokens)
         prompt_ids, prompt_text = self.encoder.prompt(config.system_prompt, delta, reply.tools)
         episode = Episode(seed=seed, prompt_ids=prompt_ids, prompt_text=prompt_text, reward=reply.reward)
-        return episode, LiveEpisode(slot, episode)
+        return LiveEpisode(slot, episode, root)
+
+    def branch(self, run: LiveEpisode) -> list[LiveEpisode]:
+        """``run`` and, at a branch turn of the tree, its forks: copies of its episode and env that go on alone.
+
+        The copies' env forks are in flight (:attr:`forks`); each copy's next step is ordered after its fork.
+        """
+        tree = self.config.tree
+        width = tree.branches_after(run.episode.num_turns) if tree else 1
+        if width == 1 or len(run.path) == len(tree.fanouts):
+            return [run]
+        run.branch_points.append(len(run.episode.completion_ids))
+        runs = [run]
+        for branch in range(1, width):
+            slot, forked = self.pool.fork(run.slot)
+            self.forks.append(forked)
+            copy = LiveEpisode(slot, deepcopy(run.episode), run.root, (*run.path, branch))
+            copy.context, copy.branch_points = list(run.context), list(run.branch_points)
+            runs.append(copy)
+        run.path = (*run.path, 0)
+        return runs
 
     def after_generation(self, run: LiveEpisode, generation: Generation | tuple[list[int], list[float]]) -> bool:
         """Record a model turn; True when the env must now be stepped with its action (``run.turn``)."""
@@ -101,6 +156,7 @@ class EpisodeSteps:
         ids, logprobs = cut_at_stop(*generation, stop_token_ids=[encoder.turn_end_id])
         budget = run.turn_budget(config)
         ids, logprobs = ids[:budget], logprobs[:budget]
+        self.sampled_tokens += len(ids)
         stopped = bool(ids) and ids[-1] == encoder.turn_end_id
         text = self.tokenizer.decode(ids, clean_up_tokenization_spaces=False)
         start = len(run.episode.completion_ids)
@@ -129,7 +185,7 @@ class EpisodeSteps:
         if isinstance(reply, EnvFault):
             if self.on_end is not None:
                 self.on_end(run.context)
-            self.fail(run.episode, run.slot, reply, turn=run.episode.num_turns)
+            self.fail(run.episode, run.slot, reply, turn=run.episode.num_turns, root=run.root, run=run)
             return False
         delta = self.encoder.truncate(reply.delta, config.max_env_tokens)
         turn.observation = delta
@@ -155,8 +211,11 @@ class EpisodeSteps:
         run.episode.stop_reason = reason
         self.releases.append((run.episode, self.pool.release(run.slot)))
         self.finished.append(run.episode)
+        self._place(run.episode, run.root, run.path, run.branch_points)
 
-    def fail(self, episode: Episode, slot: EnvSlot, fault: EnvFault, *, turn: int) -> None:
+    def fail(
+        self, episode: Episode, slot: EnvSlot, fault: EnvFault, *, turn: int, root: int, run: LiveEpisode | None = None
+    ) -> None:
         message = f"{self.env_name} (seed={episode.seed!r}, turn={turn}): {fault.kind}: {fault.message}"
         release = self.pool.release(slot)  # close() where the env is still reachable
         if self.config.on_env_error == "raise":
@@ -167,6 +226,29 @@ class EpisodeSteps:
             episode.reward = self.config.failure_reward  # else: the last reward seen, for the record only
         self.releases.append((episode, release))
         self.finished.append(episode)
+        self._place(episode, root, run.path if run else (), run.branch_points if run else [])
+
+    def _place(self, episode: Episode, root: int, path: tuple[int, ...], branch_points: list[int]) -> None:
+        """Put an ended episode at its output position; in a tree, name the prefixes it shares.
+
+        An episode that ended before all the tree's forks is copied as it is, once per leaf it would have
+        had: its tokens after its last fork are one node of all those copies (credited once).
+        """
+        tree = self.config.tree
+        if tree is None:
+            self.results[root] = episode
+            return
+        left = tree.fanouts[len(path) :]
+        end = len(episode.completion_ids)
+        for number, rest in enumerate(itertools.product(*(range(width) for width in left))):
+            leaf = episode if number == 0 else deepcopy(episode)
+            full = (*path, *rest)
+            leaf.tree_nodes = leaf_nodes(root, full)
+            leaf.tree_branch_points = [*branch_points, *([end] * len(left))]
+            position = 0
+            for width, branch in zip(tree.fanouts, full, strict=True):
+                position = position * width + branch
+            self.results[root * tree.leaves_per_root + position] = leaf
 
     def collect_metrics(self) -> None:
         """Wait for the released envs' ``metrics()`` (they ran in the workers, concurrently) and record them."""

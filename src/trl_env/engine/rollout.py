@@ -125,6 +125,7 @@ class RolloutEngine:
         start = time.perf_counter()
         episodes = play(steps, self.generator, seeds, self.stats, progress)
         self.stats.close(time.perf_counter() - start)
+        self.stats.sampled_tokens = steps.sampled_tokens
         steps.collect_metrics()
         if config.check_invariants:
             for episode in episodes:

@@ -60,6 +60,7 @@ class RolloutStats:
     generate_s: float = 0.0
     generate_calls: int = 0
     contexts: int = 0
+    sampled_tokens: int = 0  # model tokens kept, over all episodes (a tree's shared prefixes once)
     _intervals: list[tuple[float, float]] = field(default_factory=list, repr=False)
 
     @property
@@ -101,12 +102,11 @@ def play_turn_synchronous(
 ) -> list[Episode]:
     """Play ``seeds`` turn by turn: one generator call per turn, then every env steps."""
     pool, config = steps.pool, steps.config
-    started = [pool.reset(seed) for seed in seeds]
-    episodes: list[Episode] = []
+    roots = steps.roots(seeds)
+    started = [pool.reset(seed) for seed in roots]
     live: list[LiveEpisode] = []
-    for seed, (slot, future) in zip(seeds, started, strict=True):
-        episode, run = steps.start(seed, slot, future.result())
-        episodes.append(episode)
+    for root, (seed, (slot, future)) in enumerate(zip(roots, started, strict=True)):
+        run = steps.start(root, seed, slot, future.result())
         if run is not None:
             live.append(run)
     bar = tqdm(total=config.max_turns, desc="rollout turns", disable=not progress, leave=False)
@@ -114,10 +114,18 @@ def play_turn_synchronous(
         generations = _generate(generator, live, steps, stats)
         stepping = [run for run, g in zip(live, generations, strict=True) if steps.after_generation(run, g)]
         futures = [pool.step(run.slot, run.turn.action) for run in stepping]  # all envs step concurrently
-        live = [run for run, future in zip(stepping, futures, strict=True) if steps.after_reply(run, future.result())]
+        live = [
+            branch
+            for run, future in zip(stepping, futures, strict=True)
+            if steps.after_reply(run, future.result())
+            for branch in steps.branch(run)
+        ]
+        for fork in steps.forks:
+            fork.result()  # an env that cannot be copied raises here; a fault shows in the branch's next step
+        steps.forks.clear()
         bar.update(1)
     bar.close()
-    return episodes
+    return steps.outputs(len(seeds))
 
 
 def _any_live(generator: Generator, has_live: bool) -> bool:
@@ -134,20 +142,20 @@ class _PerEpisode:
         self.steps, self.generator, self.stats = steps, generator, stats
         self.collective = isinstance(generator, CollectiveGenerator) and generator.collective
         self.concurrent = isinstance(generator, ConcurrentGenerator) and not self.collective
-        self.episodes: list[Episode | None] = [None] * len(seeds)
+        self.count = len(seeds)
         self.ready: list[LiveEpisode] = []
         self.pending: dict[Future, tuple[str, object]] = {}
-        for index, seed in enumerate(seeds):
+        for root, seed in enumerate(steps.roots(seeds)):
             slot, future = steps.pool.reset(seed)
-            self.pending[future] = ("reset", (index, seed, slot))
+            self.pending[future] = ("reset", (root, seed, slot))
 
     def play(self, progress: bool) -> list[Episode]:
         config = self.steps.config
-        cap = config.max_batch or len(self.episodes) or 1
-        bar = tqdm(total=len(self.episodes), desc="rollout episodes", disable=not progress, leave=False)
+        cap = config.max_batch or self.count or 1
+        bar = tqdm(total=self.count, desc="rollout episodes", disable=not progress, leave=False)
         while True:
             self._gather(cap, config.gather_window)
-            bar.update(len(self.steps.finished) - bar.n)
+            bar.update(len(self.steps.results) - bar.n)
             has_work = bool(self.ready or self.pending)
             if not (self.generator.any_rank_live(has_work) if self.collective else has_work):
                 break
@@ -158,7 +166,7 @@ class _PerEpisode:
             elif batch or self.collective:
                 self._after_generation(batch, _generate(self.generator, batch, self.steps, self.stats))
         bar.close()
-        return [episode for episode in self.episodes if episode is not None]
+        return self.steps.outputs(self.count)
 
     def _gather(self, cap: int, window: float) -> None:
         """Take every answer in; wait for a first one if nothing is ready, then up to ``window`` for more."""
@@ -184,7 +192,7 @@ class _PerEpisode:
                 last = time.perf_counter()
 
     def _env_calls_pending(self) -> bool:
-        return any(kind != "generate" for kind, _ in self.pending.values())
+        return any(kind in ("reset", "step") for kind, _ in self.pending.values())
 
     def _wait(self, timeout: float | None) -> None:
         wait(list(self.pending), timeout=timeout, return_when=FIRST_COMPLETED)
@@ -194,17 +202,24 @@ class _PerEpisode:
         for future in [future for future in self.pending if future.done()]:
             kind, payload = self.pending.pop(future)
             if kind == "reset":
-                index, seed, slot = payload
-                episode, run = self.steps.start(seed, slot, future.result())
-                self.episodes[index] = episode
+                root, seed, slot = payload
+                run = self.steps.start(root, seed, slot, future.result())
                 if run is not None:
                     self.ready.append(run)
             elif kind == "step":
                 if self.steps.after_reply(payload, future.result()):
-                    self.ready.append(payload)
+                    self.ready.extend(self.steps.branch(payload))
+                    self._watch_forks()
+            elif kind == "fork":
+                future.result()  # an env that cannot be copied raises here; a fault shows in the branch's next step
             else:
                 runs = payload
                 self._after_generation(runs, future.result())
+
+    def _watch_forks(self) -> None:
+        for fork in self.steps.forks:
+            self.pending[fork] = ("fork", None)
+        self.steps.forks.clear()
 
     def _after_generation(self, runs: list[LiveEpisode], generations: list[Generation]) -> None:
         if len(generations) != len(runs):

@@ -261,6 +261,9 @@ def make_rollout_func(
                 current["tables"] = attach_tables(trainer)  # the same episodes to wandb/trackio, if reported to
         engine: RolloutEngine = current["engine"]
         episodes = engine.run(env_factory, [prompt_to_seed(p) for p in prompts], progress=progress)
+        process = trainer.accelerator.process_index
+        for episode in episodes:  # tree node ids unique over the processes' batches, which TRL gathers
+            episode.tree_nodes = [f"{process}/{node}" for node in episode.tree_nodes]
         # one collective per rollout: the metrics and the failure check both use every process's counts
         totals = log_episode_metrics(trainer, episodes)
         failures.observe(episodes, counts=(int(totals[SUM_ERRORS]), int(totals[SUM_EPISODES])))
