@@ -61,9 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--output-dir", default="outputs/train", help="where the merged model and logs go")
     parser.add_argument(
         "--advantage",
-        choices=("episode", "turn", "anchor"),
+        choices=("episode", "turn", "anchor", "tree"),
         default="episode",
-        help="credit assignment: plain GRPO (episode), turn returns (turn), or anchor states (GiGPO-style)",
+        help="credit assignment: plain GRPO (episode), turn returns (turn), anchor states (GiGPO-style), or "
+        "tree (with --tree: shared prefixes credited once)",
     )
     parser.add_argument("--gamma", type=float, default=1.0, help="discount of later turns (turn, anchor)")
     parser.add_argument(

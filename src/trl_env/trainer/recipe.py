@@ -42,7 +42,7 @@ class TrainSettings:
     logging_steps: int = 1
     bf16: bool = False
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
-    advantage: str = "episode"  # "episode" (plain GRPO), "turn" or "anchor": see trl_env.trainer.advantages
+    advantage: str = "episode"  # "episode" (plain GRPO), "turn", "anchor" or "tree": see trl_env.trainer.advantages
     gamma: float = 1.0  # discount of later turns' rewards in the turn-level modes
     transcripts_every: int | None = None  # record every N-th step's episodes (trl-env view)
     transcripts_per_step: int | None = 4
@@ -173,6 +173,11 @@ def build_trainer(
     all_callbacks = list(callbacks)
     if settings.max_minutes is not None:
         all_callbacks.append(TimeLimit(settings.max_minutes))
+    if (settings.rollout.tree is not None) != (settings.advantage == "tree"):
+        raise ValueError(
+            "tree rollouts and advantage='tree' go together: the tree credits each shared prefix once "
+            f"(got tree={settings.rollout.tree}, advantage={settings.advantage!r})"
+        )
     trainer_class: Any = GRPOTrainer
     extra: dict[str, Any] = {}
     if settings.advantage != "episode":

@@ -260,6 +260,12 @@ def make_rollout_func(
                 trainer.add_callback(FlushTranscripts(recorder))  # write what is queued when training ends
                 current["tables"] = attach_tables(trainer)  # the same episodes to wandb/trackio, if reported to
         engine: RolloutEngine = current["engine"]
+        if engine.config.tree is not None and not _credits_trees(trainer):
+            warnings.warn(
+                "tree rollouts under a trainer that does not credit trees: every copy of a shared prefix gets its "
+                "leaf's advantage; use TurnLevelGRPOTrainer(advantage_mode='tree') (trl-env train --advantage tree)",
+                stacklevel=2,
+            )
         episodes = engine.run(env_factory, [prompt_to_seed(p) for p in prompts], progress=progress)
         process = trainer.accelerator.process_index
         for episode in episodes:  # tree node ids unique over the processes' batches, which TRL gathers
@@ -274,6 +280,12 @@ def make_rollout_func(
         return episodes_to_batch(episodes, engine.encoder.turn_end_id, engine.config.failure_reward)
 
     return rollout_func
+
+
+def _credits_trees(trainer: Any) -> bool:
+    from trl_env.trainer.turn_level_grpo import TurnLevelGRPOTrainer
+
+    return isinstance(trainer, TurnLevelGRPOTrainer) and trainer.advantage_mode == "tree"
 
 
 def _trainer_generator(trainer: Any, tokenizer: Any) -> Generator:
