@@ -92,11 +92,11 @@ class RolloutConfig:
             choices=SCHEDULE,
         ),
     )
-    gather_window: float = field(
-        default=0.02,
+    gather_window: float | None = field(
+        default=None,
         metadata=_doc(
-            "schedule='episode': before a generator call, wait for more envs while they keep answering, "
-            "until none has for this many seconds (at most ten times it): bigger batches against idle time"
+            "schedule='episode': the longest a generator call waits for more envs to answer, in seconds "
+            "(bigger batches against idle time); None: half the duration of the previous call"
         ),
     )
     max_batch: int | None = field(
@@ -133,8 +133,10 @@ class RolloutConfig:
         if self.schedule not in SCHEDULE:
             raise ValueError(f"RolloutConfig.schedule must be one of {SCHEDULE}, got {self.schedule!r}")
         window = self.gather_window
-        if isinstance(window, bool) or not (isinstance(window, int | float) and math.isfinite(window) and window >= 0):
-            raise ValueError(f"RolloutConfig.gather_window must be a number of seconds >= 0, got {window!r}")
+        if window is not None and (
+            isinstance(window, bool) or not (isinstance(window, int | float) and math.isfinite(window) and window >= 0)
+        ):
+            raise ValueError(f"RolloutConfig.gather_window must be a number of seconds >= 0 or None, got {window!r}")
         if self.on_env_error not in ON_ENV_ERROR:
             raise ValueError(f"RolloutConfig.on_env_error must be one of {ON_ENV_ERROR}, got {self.on_env_error!r}")
         if self.failure_reward is not None and (

@@ -4,8 +4,8 @@
   env steps, and the next turn starts when the slowest env has answered.
 * ``"episode"``: each episode advances on its own. Env calls of all episodes run concurrently in the
   pool; whenever the generator is free, the contexts that are ready (their env answered) go to it in one
-  call (up to ``max_batch``), after gathering the envs that are still answering: the call goes out when no
-  env has answered for ``gather_window`` seconds (or after ten windows in all).
+  call (up to ``max_batch``), after waiting for envs still answering: at most ``gather_window`` seconds
+  (by default half the duration of the previous generator call), and not at all once every env has answered.
   With a :class:`~trl_env.core.ConcurrentGenerator` (a server that batches continuously) each ready
   context is sent at once as its own request and the engine never waits on the generator.
 
@@ -17,8 +17,8 @@ The collective-call rule (TRL's vLLM server mode, :class:`~trl_env.core.Collecti
 process must call ``generate`` the same number of times. Under ``"episode"`` each scheduling round makes
 exactly one ``any_rank_live`` all-reduce and one ``generate`` call on every process (with no contexts when
 none is ready), and the rounds end on all processes together when no process has work left; a round never
-blocks longer than ``gather_window`` waiting for envs, so a process with ready contexts is never held up by
-another process's slow env for more than that.
+blocks longer than the gathering window waiting for envs, so a process with ready contexts is never held up
+by another process's slow env for more than that.
 
 Example:
     >>> from trl_env.engine.rollout import RolloutConfig, RolloutEngine
@@ -40,6 +40,8 @@ from tqdm.auto import tqdm
 from trl_env.core import CollectiveGenerator, ConcurrentGenerator, Generation, Generator
 from trl_env.engine.episode_steps import EpisodeSteps, LiveEpisode
 from trl_env.episode import Episode
+
+MIN_WINDOW = 0.01  # seconds: the adaptive gathering window's floor (before the first call, too)
 
 
 @dataclass
@@ -143,6 +145,7 @@ class _PerEpisode:
         self.collective = isinstance(generator, CollectiveGenerator) and generator.collective
         self.concurrent = isinstance(generator, ConcurrentGenerator) and not self.collective
         self.count = len(seeds)
+        self.last_call_s = 0.0  # the duration of the last generator call with contexts
         self.ready: list[LiveEpisode] = []
         self.pending: dict[Future, tuple[str, object]] = {}
         for root, seed in enumerate(steps.roots(seeds)):
@@ -154,7 +157,7 @@ class _PerEpisode:
         cap = config.max_batch or self.count or 1
         bar = tqdm(total=self.count, desc="rollout episodes", disable=not progress, leave=False)
         while True:
-            self._gather(cap, config.gather_window)
+            self._gather(cap)
             bar.update(len(self.steps.results) - bar.n)
             has_work = bool(self.ready or self.pending)
             if not (self.generator.any_rank_live(has_work) if self.collective else has_work):
@@ -164,32 +167,41 @@ class _PerEpisode:
                 for run in batch:  # one request each: the server batches them continuously
                     self._submit(run)
             elif batch or self.collective:
-                self._after_generation(batch, _generate(self.generator, batch, self.steps, self.stats))
+                start = time.perf_counter()
+                generations = _generate(self.generator, batch, self.steps, self.stats)
+                if batch:
+                    self.last_call_s = time.perf_counter() - start
+                self._after_generation(batch, generations)
         bar.close()
         return self.steps.outputs(self.count)
 
-    def _gather(self, cap: int, window: float) -> None:
-        """Take every answer in; wait for a first one if nothing is ready, then up to ``window`` for more."""
+    def _window(self) -> float:
+        """How long a generator call may wait for more envs: the configured window, or half the last call."""
+        window = self.steps.config.gather_window
+        return window if window is not None else max(MIN_WINDOW, self.last_call_s / 2)
+
+    def _gather(self, cap: int) -> None:
+        """Take every answer in; wait for a first one if nothing is ready, then up to a window for more.
+
+        A call costs about the same whatever its batch (decoding is bound by reading the weights), so
+        waiting up to half a call for envs still answering saves whole calls; instant envs all answer at
+        once and end the wait at once.
+        """
         self._drain()
         if not self.ready and self.pending:
             if self.collective:  # never hold the other processes up for long
-                self._wait(window)
+                self._wait(self._window())
             else:
                 while not self.ready and self.pending:
                     self._wait(None)
         if self.concurrent or not self.ready:
             return
-        # Envs answering in a stream (instant ones) all join this call; a gap of `window` without an
-        # answer means the rest are slow, so generate now. The whole gathering is bounded too.
-        start = last = time.perf_counter()
+        deadline = time.perf_counter() + self._window()
         while len(self.ready) < cap and self._env_calls_pending():
-            left = min(last + window, start + 10 * window) - time.perf_counter()
+            left = deadline - time.perf_counter()
             if left <= 0:
                 break
-            before = len(self.ready)
             self._wait(left)
-            if len(self.ready) > before:
-                last = time.perf_counter()
 
     def _env_calls_pending(self) -> bool:
         return any(kind in ("reset", "step") for kind, _ in self.pending.values())
