@@ -83,3 +83,17 @@ def test_random_texts_are_additive_for_every_processor(processors, deltas, outpu
     for name, tokenizer, processor in processors:
         report = check_additivity(tokenizer, processor, system_prompts=[""], deltas=deltas, outputs=outputs)
         assert report.ok, f"{name}\n{report.table(3)}"
+
+
+def test_an_answer_prefix_is_an_allowed_departure_from_the_template(qwen3_tokenizer):
+    import dataclasses
+
+    from trl_env.chat.chunked_processor import ChunkedProcessor, with_answer_prefix
+    from trl_env.chat.template_check import template_differences
+
+    prefixed = with_answer_prefix(ChatTemplateProcessor(qwen3_tokenizer), "My guess:")
+    assert template_differences(qwen3_tokenizer, prefixed) == []  # what the demo and `--answer-prefix` rely on
+    # the same chunks without declaring the prefix: a real difference from the template, reported
+    undeclared = ChunkedProcessor(dataclasses.replace(prefixed.chunks), name="undeclared")
+    differences = template_differences(qwen3_tokenizer, undeclared)
+    assert differences and all("My guess:" in str(difference) for difference in differences)

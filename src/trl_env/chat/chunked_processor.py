@@ -36,8 +36,12 @@ class ChunkedProcessor:
         name: str = "",
         template_kwargs: dict[str, Any] | None = None,
         tool_format: ToolFormat | None = None,
+        answer_prefix: str = "",
     ) -> None:
         self.chunks = chunks
+        # text the chunks add after the template's generation prompt (with_answer_prefix): a deliberate
+        # departure from the template, which the template comparison allows for
+        self.answer_prefix = answer_prefix
         # how the family writes tool calls: they reach the env as normalised <tool_call> lines
         self.tool_format = tool_format
         self.think_markers = think_markers
@@ -155,4 +159,5 @@ def with_answer_prefix(processor: ChunkedProcessor, prefix: str) -> ChunkedProce
         name=f"{processor.name}+prefix",
         template_kwargs=processor.template_kwargs,
         tool_format=processor.tool_format,
+        answer_prefix=processor.answer_prefix + prefix,
     )

@@ -73,9 +73,11 @@ def template_differences(
     if template_kwargs is None:
         template_kwargs = processor.template_kwargs if isinstance(processor, ChunkedProcessor) else {}
     kwargs = dict(template_kwargs)
+    # an answer prefix (with_answer_prefix) opens every model turn on purpose: expected after the prompt
+    prefix = processor.answer_prefix if isinstance(processor, ChunkedProcessor) else ""
 
     def render(messages: list[dict[str, str]]) -> str:
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **kwargs)
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **kwargs) + prefix
 
     boundary = processor.turn_end + processor.after_turn_end + processor.append_user_input(SECOND)
     history = [
