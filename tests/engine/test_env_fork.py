@@ -187,6 +187,19 @@ def test_with_reuse_envs_the_copy_replaces_the_kept_env(mode, tmp_path):
     assert events(path).count("close") == 3  # the replaced env, then the two kept ones at pool close
 
 
+def test_releasing_a_queued_source_before_it_ran_fails_its_copy():
+    with EnvPool(Tally, isolation="thread", workers=1, timeout=10.0) as pool:
+        holder, _ = pool.reset("holder")
+        slot, reset = pool.reset("s")  # queued behind the holder
+        branch, forked = pool.fork(slot)
+        pool.release(slot)
+        fault = EnvFault("exception", "the slot it was forked from was released before its env could be copied")
+        assert reset.cancelled() and forked.result(timeout=1) == fault
+        assert pool.step(branch, "a").result() == fault and pool.release(branch).result() is None
+        pool.release(holder)
+        assert history(pool.reset("t")[1].result(timeout=10)) == "t"  # the worker went to no dead slot
+
+
 def test_close_cancels_a_fork_in_progress():
     pool = EnvPool(Tally, isolation="thread", workers=2, timeout=None)
     slot, _ = pool.reset("s")

@@ -105,7 +105,7 @@ class PoolState:
         """The source's copy arrived (or failed): queue the new slot for a worker, or fail it like the source."""
         error, fault = None, None
         if copied.cancelled():  # the source was released while still queued, before it ran (or the pool closed)
-            fault = EnvFault("exception", "the forked slot was released before its env could be copied")
+            fault = EnvFault("exception", "the slot it was forked from was released before its env could be copied")
         elif copied.exception() is not None:
             error = copied.exception()
         elif isinstance(copied.result(), EnvFault):
@@ -139,19 +139,23 @@ class PoolState:
                 return _done(None)
             if slot._fault is not None:  # the env was lost: nothing can run on it
                 return _done(slot._fault if op == "step" else None)
+            dropped: list[Task] = []
             if op == "release" and slot._worker is None:  # still queued for a worker (or for its fork's copy): drop it
                 if slot in self.pending:
                     self.pending.remove(slot)
-                for task in slot._backlog:
+                dropped, slot._backlog = slot._backlog, []
+                for task in dropped:
                     self.outstanding.discard(task.future)
-                    task.future.cancel()
-                return _done(None)
-            task = Task(op, arg, slot, self._future())
-            if slot._worker is not None:
-                slot._worker.tasks.put(task)
             else:
-                slot._backlog.append(task)
-            return task.future
+                task = Task(op, arg, slot, self._future())
+                if slot._worker is not None:
+                    slot._worker.tasks.put(task)
+                else:
+                    slot._backlog.append(task)
+                return task.future
+        for task in dropped:  # outside the lock: cancelling runs callbacks (a fork's copy -> _adopt) that take it
+            task.future.cancel()
+        return _done(None)
 
     def _future(self) -> Future:
         future: Future = Future()
