@@ -1,18 +1,9 @@
-"""Training transcripts through ``report_to``: a real GRPOTrainer logging to a real wandb run, offline.
-
-trackio takes the same call; its test runs where trackio is installed (not by ``make test``: installing
-trackio 0.43 moves pillow 13 back to 12.3).
-"""
+"""Training transcripts through ``report_to``: a real GRPOTrainer logging to a real wandb run, offline."""
 
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
-import os
-import sqlite3
-import subprocess
-import sys
 
 import pytest
 from grpo_helpers import make_trainer
@@ -67,36 +58,3 @@ def test_recorded_episodes_land_in_the_wandb_run_as_a_table(qwen3_tokenizer, tin
     assert sorted((r["step"], r["seed"], r["reward"], r["stop_reason"]) for r in records) == sorted(
         (row["step"], row["seed"], row["reward"], row["stop_reason"]) for row in rows
     )
-
-
-TRACKIO_PROBE = """
-import json, sys
-from types import SimpleNamespace
-import trackio
-from trl_env import Episode
-from trl_env.episode import StopReason
-from trl_env.trainer.transcript_tables import TranscriptTables
-trackio.init(project="trl-env-test", name="run")
-tables = TranscriptTables()
-failed = Episode(seed="b", prompt_ids=[1], prompt_text="P", stop_reason=StopReason.ENV_ERROR, error="boom")
-tables.add(5, [Episode(seed="a", prompt_ids=[1], prompt_text="P", reward=2.0), failed])
-tables.on_log(SimpleNamespace(report_to=["trackio"]), SimpleNamespace(is_world_process_zero=True), None)
-trackio.finish()
-"""
-
-
-def test_trackio_gets_the_same_table(tmp_path):
-    if importlib.util.find_spec("trackio") is None:
-        pytest.skip("trackio is not installed")
-    # trackio reads TRACKIO_DIR once, at import (and TRL imports it early): a process of its own
-    env = {**os.environ, "TRACKIO_DIR": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
-    subprocess.run([sys.executable, "-c", TRACKIO_PROBE], env=env, check=True, timeout=120, capture_output=True)
-    database = sqlite3.connect(tmp_path / "trl-env-test.db")
-    (logged,) = [
-        m for (raw,) in database.execute("select metrics from metrics") if TABLE_NAME in (m := json.loads(raw))
-    ]
-    rows = logged[TABLE_NAME]["_value"]
-    assert [(r["step"], r["seed"], r["reward"], r["stop_reason"], r["error"]) for r in rows] == [
-        (5, "a", 2.0, "running", ""),
-        (5, "b", 0.0, "env_error", "boom"),
-    ]

@@ -183,7 +183,7 @@ def make_rollout_func(
         progress: show a progress bar over turns.
         transcripts_every: record the episodes of every N-th step to ``OUTPUT_DIR/transcripts*.jsonl``
             (:class:`~trl_env.trainer.transcripts.TranscriptRecorder`; open with ``trl-env view``), and as a
-            table to wandb or trackio when the trainer's ``report_to`` names them
+            table to wandb when the trainer's ``report_to`` names it
             (:mod:`~trl_env.trainer.transcript_tables`); None: off.
         transcripts_per_step: episodes recorded per recorded step; None for all.
         max_failure_rate: stop training (:class:`~trl_env.trainer.failures.EnvFailuresError`, showing the first
@@ -258,7 +258,7 @@ def make_rollout_func(
                     process_index=trainer.accelerator.process_index,
                 )
                 trainer.add_callback(FlushTranscripts(recorder))  # write what is queued when training ends
-                current["tables"] = attach_tables(trainer)  # the same episodes to wandb/trackio, if reported to
+                current["tables"] = attach_tables(trainer)  # the same episodes to wandb, if reported to
         engine: RolloutEngine = current["engine"]
         if engine.config.tree is not None and not _credits_trees(trainer):
             warnings.warn(

@@ -1,11 +1,11 @@
 """Recorded training episodes as a table in the trainer's loggers that show tables (``report_to``).
 
-With ``make_rollout_func(..., transcripts_every=N)`` and ``GRPOConfig(report_to=["wandb"])`` (or
-``"trackio"``), the episodes recorded for the transcript files also go, at the next logging step, to a
-table ``env/transcripts`` with one row per episode: step, process, seed, reward, stop reason, error,
+With ``make_rollout_func(..., transcripts_every=N)`` and ``GRPOConfig(report_to=["wandb"])``, the
+episodes recorded for the transcript files also go, at the next logging step, to a table ``env/transcripts`` with one row per episode: step, process, seed, reward, stop reason, error,
 turns and the whole text. It is the same call TRL makes for its ``log_completions`` table
 (``backend.log({name: backend.Table(...)})``), on the main process only, with wandb only while a run is
-active. Neither logger is a dependency of trl-env: they are imported only when ``report_to`` names them.
+active. wandb is not a dependency of trl-env: it is imported only when ``report_to`` names it. (trackio,
+TRL's other table logger, is left out: it could not be tested here, since installing it downgrades pillow.)
 Under several processes the rows of every process are gathered first, so the table shows them all.
 
 Example:
@@ -30,7 +30,7 @@ from transformers import TrainerCallback
 
 from trl_env.episode import Episode
 
-TABLE_LOGGERS = ("wandb", "trackio")  # the report_to integrations TRL 1.16 logs its completion tables to
+TABLE_LOGGERS = ("wandb",)  # report_to loggers taking tables (TRL 1.16 also logs to trackio: untested here)
 COLUMNS = ["step", "process", "seed", "reward", "stop_reason", "error", "turns", "text"]
 TABLE_NAME = "env/transcripts"
 
