@@ -1,8 +1,9 @@
 """Recorded training episodes as a table in the trainer's loggers that show tables (``report_to``).
 
 With ``make_rollout_func(..., transcripts_every=N)`` and ``GRPOConfig(report_to=["wandb"])``, the
-episodes recorded for the transcript files also go, at the next logging step, to a table ``env/transcripts`` with one row per episode: step, process, seed, reward, stop reason, error,
-turns and the whole text. It is the same call TRL makes for its ``log_completions`` table
+episodes recorded for the transcript files also go, at the next logging step, to a table
+``env/transcripts`` with one row per episode: step, process, seed, reward, stop reason, error, turns and
+the whole text. It is the same call TRL makes for its ``log_completions`` table
 (``backend.log({name: backend.Table(...)})``), on the main process only, with wandb only while a run is
 active. wandb is not a dependency of trl-env: it is imported only when ``report_to`` names it. (trackio,
 TRL's other table logger, is left out: it could not be tested here, since installing it downgrades pillow.)
