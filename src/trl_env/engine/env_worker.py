@@ -41,8 +41,6 @@ Example:
 
 from __future__ import annotations
 
-import math
-import numbers
 import os
 import pickle
 import signal
@@ -51,57 +49,10 @@ from collections.abc import Callable
 from typing import Any
 
 from trl_env.core import Closable, ReportsMetrics, ToolResult, UsesTools
+from trl_env.engine.env_values import check_metrics, describe, to_alive, to_reward
 from trl_env.engine.forking import ForkError, fork_bytes, fork_env
 
 Outcome = tuple[Any, ...]
-
-
-def to_reward(value: object) -> float | None:
-    """``value`` as a finite float, or None when it is not one (bools are not rewards).
-
-    Accepts int/float/``numbers.Real``, numpy scalars and 0-d numpy arrays / torch tensors.
-
-    Example:
-        >>> import numpy as np
-        >>> to_reward(np.float32(0.5)), to_reward(3), to_reward(True), to_reward(float("nan"))
-        (0.5, 3.0, None, None)
-    """
-    value = _unwrap(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
-def to_alive(value: object) -> bool | None:
-    """``value`` as a bool when it is a bool or a numpy/torch 0-d bool, else None.
-
-    Example:
-        >>> import numpy as np
-        >>> to_alive(np.bool_(False)), to_alive(True), to_alive(1)
-        (False, True, None)
-    """
-    value = _unwrap(value)
-    return value if isinstance(value, bool) else None
-
-
-def _unwrap(value: object) -> object:
-    """numpy scalars and 0-d arrays/tensors -> the Python scalar inside (duck-typed: no numpy/torch import)."""
-    if isinstance(value, int | float):  # also np.float64, a float subclass: nothing to unwrap
-        return value
-    item = getattr(value, "item", None)
-    if callable(item) and getattr(value, "ndim", None) == 0:
-        try:
-            return item()
-        except Exception:  # a 0-d object that cannot give its item: leave it to be rejected
-            return value
-    return value
-
-
-def describe(error: BaseException) -> str:
-    """``"ValueError: bad seed"``; the class name alone when the message is empty."""
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 class EnvHost:
@@ -259,7 +210,7 @@ class EnvHost:
         metrics, contract, problem = None, None, None
         if isinstance(env, ReportsMetrics):
             try:
-                metrics, contract = _check_metrics(env.metrics(), where % "metrics()")
+                metrics, contract = check_metrics(env.metrics(), where % "metrics()")
             except BaseException as error:
                 problem = f"{where % 'metrics()'} raised {describe(error)}"
         if close:
@@ -272,21 +223,6 @@ class EnvHost:
         if contract is not None:
             return ("contract", contract)
         return ("released", metrics, problem)
-
-
-def _check_metrics(raw: object, where: str) -> tuple[dict[str, float] | None, str | None]:
-    """A ``metrics()`` result as ``(dict[str, float] | None, None)``, or ``(None, contract-error message)``."""
-    if raw is None:
-        return None, None
-    if not isinstance(raw, dict):
-        return None, f"{where} returned {type(raw).__name__}, expected dict[str, float] or None"
-    metrics = {}
-    for key, value in raw.items():
-        number = to_reward(value)
-        if not isinstance(key, str) or number is None:
-            return None, f"{where} returned {{{key!r}: {value!r}}}, expected str keys and finite floats"
-        metrics[key] = number
-    return metrics, None
 
 
 def thread_main(host: EnvHost, requests: Any, replies: Any) -> None:
