@@ -9,7 +9,7 @@ from tests.envs.basic import ThreeTurnEnv  # noqa: F401
 from trl_env import env_reward
 
 
-def make_trainer(model, tokenizer, rollout_func, tmp_path, *, reward_funcs=None, steps=2, **config):
+def make_trainer(model, tokenizer, rollout_func, tmp_path, *, reward_funcs=None, steps=2, prompts=None, **config):
     settings = dict(
         output_dir=str(tmp_path),
         per_device_train_batch_size=4,
@@ -31,6 +31,6 @@ def make_trainer(model, tokenizer, rollout_func, tmp_path, *, reward_funcs=None,
         processing_class=tokenizer,
         reward_funcs=reward_funcs or [env_reward],
         args=GRPOConfig(**settings),
-        train_dataset=Dataset.from_dict({"prompt": [f"seed-{i}" for i in range(32)]}),
+        train_dataset=Dataset.from_dict({"prompt": prompts or [f"seed-{i}" for i in range(32)]}),
         rollout_func=rollout_func,
     )
