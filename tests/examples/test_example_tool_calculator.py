@@ -15,6 +15,7 @@ from trl_env.adapters.trl_environment import trl_environment
 from trl_env.testing import build_tiny_qwen3_model
 from trl_env.testing.scripted_model import script_model
 from trl_env.trainer.transcripts import read_records
+from trl_env.viewer.page import write_page
 
 CALLS = [("multiply", '"a":6,"b":7'), ("add", '"a":42,"b":1'), ("answer", '"value":43')]
 SCRIPT = "\n".join(f'<tool_call>{{"name":"{n}","arguments":{{{a}}}}}</tool_call>' for n, a in CALLS)
@@ -55,6 +56,7 @@ def test_the_calculator_trains_with_a_model_that_calls_its_tools(qwen3_tokenizer
         assert all(mask == 0 for s in tools for mask in record["env_mask"][s["start"] : s["end"]])
         assert record["reward"] == (1.0 if question == SOLVED else 0.0)  # Calculator.get_reward()
         assert record["metrics"] == {"tool_calls": 9.0, "tool_failures": 2.0}
+    write_page(records, tmp_path / "episodes.html")  # trl-env view shows tool chunks as env text
 
     logs = [log for log in trainer.state.log_history if "reward" in log]
     assert len(logs) == 2

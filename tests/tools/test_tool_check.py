@@ -75,6 +75,18 @@ def test_a_non_additive_tool_chunk_is_reported_at_its_boundary(qwen3_tokenizer):
     assert "NOT additive" in report.table()
 
 
+def test_a_processor_whose_generation_prompt_differs_is_reported_not_raised(qwen3_tokenizer):
+    from trl_env.chat.chunked_processor import ChunkedProcessor
+    from trl_env.chat.presets import preset
+
+    # the no-thinking chunks without enable_thinking=False: the template's prompt opens no empty thought
+    processor = ChunkedProcessor(preset("qwen3_nothink").chunks, name="nothink chunks, thinking template")
+    report = check_additivity(qwen3_tokenizer, processor)
+    assert not report.ok
+    prompt = [d for d in report.template_differences if d.where.startswith("prompt with tools")]
+    assert prompt and "error: with tools the chat template ends the prompt with" in prompt[0].processor
+
+
 def test_templates_without_tool_calls_get_a_note_not_a_failure(template_tokenizers):
     from trl_env.chat.presets import preset
     from trl_env.chat.template_processor import ChatTemplateProcessor
