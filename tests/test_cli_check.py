@@ -17,7 +17,13 @@ def saved(tmp_path_factory, template_tokenizers):
 
 def test_qwen3_passes(saved, capsys):
     assert main(["check", saved("qwen3")]) == 0
-    assert "additive on all" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "additive on all" in out and "tool turns: checked (several calls per turn" in out
+
+
+def test_llama_tool_turns_are_checked_with_one_call_per_turn(saved, capsys):
+    assert main(["check", saved("llama3_1")]) == 0
+    assert "tool turns: checked (one call per turn" in capsys.readouterr().out
 
 
 def test_qwen3_without_thinking_needs_a_preset(saved, capsys):

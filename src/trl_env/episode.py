@@ -43,6 +43,7 @@ class SegmentKind(StrEnum):
 
     MODEL = "model"  # sampled by the model (mask 1)
     ENV = "env"  # rendered environment text (mask 0)
+    TOOL = "tool"  # the env's answer to a turn that called tools: its tool messages, rendered by the template (mask 0)
     TURN_END = "turn_end"  # the end-of-turn token the engine appended after a turn cut at its budget (mask 0)
 
 

@@ -52,3 +52,23 @@ class NativePing:
         self.reward += float(bool(calls))
         self.alive = bool(calls)
         return self, "Keep going." if calls else ""
+
+
+LOG_LINE = "2024-05-01 12:00:00 INFO request served\n"
+
+
+class LogReader:
+    """A native tool env whose tool prints a huge log at every turn, whatever the model wrote."""
+
+    tools = [ping]
+
+    def __init__(self) -> None:
+        self.reward, self.alive, self.tool_results = 0.0, True, ()
+
+    def reset(self, seed: str):
+        self.reward, self.alive, self.tool_results = 0.0, True, ()
+        return self, "Read the server log."
+
+    def step(self, action: str):
+        self.tool_results = (ToolResult("ping", LOG_LINE * 2000),)
+        return self, ""

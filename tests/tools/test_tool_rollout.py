@@ -45,7 +45,7 @@ def test_tool_episode_in_worker_processes(qwen3_tokenizer):
             add_generation_prompt=True,
         )  # fmt: skip
         assert episode.prompt_text == expected
-        env_texts = [s.text for s in episode.segments if s.kind == SegmentKind.ENV]
+        env_texts = [s.text for s in episode.segments if s.kind == SegmentKind.TOOL]
         assert env_texts == [
             "\n<|im_start|>user\n<tool_response>\nTurn 1: higher.\n</tool_response><|im_end|>\n<|im_start|>assistant\n",
             "\n<|im_start|>user\n<tool_response>\nTurn 2: lower.\n</tool_response><|im_end|>\n<|im_start|>assistant\n",
@@ -62,7 +62,7 @@ def test_malformed_calls_are_counted_and_answered_with_the_tool_error(qwen3_toke
             max_turns=2, max_turn_tokens=32, env_isolation="process",
         )  # fmt: skip
     assert episode.parse_failures == 2
-    env_text = next(s.text for s in episode.segments if s.kind == SegmentKind.ENV)
+    env_text = next(s.text for s in episode.segments if s.kind == SegmentKind.TOOL)
     assert "<tool_response>\n{'error': 'malformed tool call" in env_text
     assert episode.metrics == {"tool_calls": 2.0, "tool_failures": 2.0}
 
@@ -75,7 +75,7 @@ def test_native_tool_env_answers_results_then_a_user_line(qwen3_tokenizer):
             env_isolation="process",
         )  # fmt: skip
     episode.check(qwen3_tokenizer)
-    env_text = next(s.text for s in episode.segments if s.kind == SegmentKind.ENV)
+    env_text = next(s.text for s in episode.segments if s.kind == SegmentKind.TOOL)
     assert env_text == (
         "\n<|im_start|>user\n<tool_response>\npong\n</tool_response><|im_end|>\n"
         "<|im_start|>user\nKeep going.<|im_end|>\n<|im_start|>assistant\n"

@@ -69,7 +69,7 @@ def test_page_tolerates_missing_extra_and_non_finite_values(tmp_path):
         ({"logprobs": "x"}, "logprobs must be a list, got str"),
         ({"reward": "high"}, "reward must be a number, got 'high'"),
         ({"step": 1.5}, "step must be an integer or null"),
-        ({"segments": [{"start": 0, "end": 1, "source": "tool"}]}, r"segments\[0\] has source 'tool'"),
+        ({"segments": [{"start": 0, "end": 1, "source": "image"}]}, r"segments\[0\] has source 'image'"),
         ({"segments": [{"start": 0, "end": 10_000, "source": "env"}]}, r"segments\[0\] spans 0\.\.10000"),
         ({"turns": ["hi"]}, r"turns\[0\] must be an object"),
     ],

@@ -84,6 +84,7 @@ class AdditivityReport:
     cases: int = 0
     failures: list[AdditivityFailure] = field(default_factory=list)
     template_differences: list[TemplateDifference] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was checked beyond the plain cases (tool turns)
 
     @property
     def additive(self) -> bool:
@@ -105,9 +106,10 @@ class AdditivityReport:
         differences = [f"  {difference}" for difference in self.template_differences]
         if differences:
             differences.insert(0, f"{self.processor}: renders differently from the tokenizer's chat template:")
+        notes = [f"  {note}" for note in self.notes]
         if self.additive:
-            return "\n".join([f"{self.processor}: additive on all {self.cases} cases", *differences])
-        lines = [*differences, f"{self.processor}: {len(self.failures)} of {self.cases} cases NOT additive", ""]
+            return "\n".join([f"{self.processor}: additive on all {self.cases} cases", *notes, *differences])
+        lines = [*differences, f"{self.processor}: {len(self.failures)} of {self.cases} cases NOT additive", *notes, ""]
         lines.append(f"{'case':<34} {'boundary':<28} text around the boundary")
         for failure in self.failures[:limit]:
             lines.append(f"{failure.case[:34]:<34} {failure.boundary[:28]:<28} {failure.context!r}")
@@ -215,6 +217,7 @@ def check_additivity(
     deltas: Sequence[str] | None = None,
     outputs: Sequence[str] | None = None,
     compare_template: bool = True,
+    tool_turns: bool = True,
 ) -> AdditivityReport:
     """Tokenize many conversations chunk by chunk and whole; report every mismatch.
 
@@ -225,6 +228,9 @@ def check_additivity(
     does not itself end in whitespace (see ``_can_follow``). A processor not cut from this
     tokenizer's own template is also compared with the template
     (:func:`~trl_env.chat.template_check.template_differences`) unless ``compare_template=False``.
+    Templates that render tool calls also get the tool-turn cases of
+    :func:`~trl_env.chat.tool_check.check_tool_turns` (additivity and template equality) unless
+    ``tool_turns=False``.
 
     Example:
         >>> check_additivity(tokenizer, ChatTemplateProcessor(tokenizer)).ok
@@ -245,6 +251,10 @@ def check_additivity(
         failure = compare_pieces(tokenizer, case, pieces)
         if failure is not None:
             report.failures.append(failure)
+    if tool_turns:
+        from trl_env.chat.tool_check import check_tool_turns  # it builds on this module's pieces
+
+        check_tool_turns(encoder, report, list(system_prompts))
     return report
 
 

@@ -54,7 +54,7 @@ class RolloutConfig:
         ),
     )
     max_env_tokens: int = field(
-        default=2048, metadata=_doc("an env delta longer than this many tokens is cut and marked")
+        default=2048, metadata=_doc("an env delta (or one tool result) longer than this many tokens is cut and marked")
     )
     env_workers: int = field(default=16, metadata=_doc("env workers: envs running at once (more episodes queue)"))
     env_isolation: EnvIsolation = field(

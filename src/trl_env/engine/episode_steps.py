@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from trl_env.chat.chunk_encoder import ChunkEncoder
 from trl_env.chat.parsing import parse_turn
-from trl_env.core import Generation, Processor
+from trl_env.core import Generation, Processor, ToolResult
 from trl_env.engine.config import RolloutConfig
 from trl_env.engine.env_calls import EnvError
 from trl_env.engine.env_pool import EnvFault, EnvPool, EnvReply, EnvSlot
@@ -188,6 +188,10 @@ class EpisodeSteps:
             self.fail(run.episode, run.slot, reply, turn=run.episode.num_turns, root=run.root, run=run)
             return False
         delta = self.encoder.truncate(reply.delta, config.max_env_tokens)
+        # each tool result is env text too: cut like a delta (a tool can print a whole file)
+        results = [
+            ToolResult(r.name, self.encoder.truncate(r.content, config.max_env_tokens)) for r in reply.tool_results
+        ]
         turn.observation = delta
         turn.reward = reply.reward - run.episode.reward
         run.episode.reward = reply.reward
@@ -197,11 +201,11 @@ class EpisodeSteps:
         if run.episode.num_turns >= config.max_turns:
             self.finish(run, StopReason.MAX_TURNS)
             return False
-        ids, text = self.encoder.env_turn(delta, reply.tool_results, close_turn=False)
+        ids, text = self.encoder.env_turn(delta, results, close_turn=False)
         if len(ids) + 1 > run.budget_left(config):
             self.finish(run, StopReason.TOKEN_BUDGET)
             return False
-        run.episode.add_env_tokens(ids, text)
+        run.episode.add_env_tokens(ids, text, SegmentKind.TOOL if results else SegmentKind.ENV)
         run.context.extend(ids)
         return True
 

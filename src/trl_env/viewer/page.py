@@ -29,7 +29,8 @@ KNOWN_KEYS = {
     "prompt_ids", "completion_ids", "env_mask", "logprobs", "token_texts", "segments", "turns", "parse_failures",
     "text",
 }  # fmt: skip
-SOURCES = {"model": "1", "env": "0", "turn_end": "2"}  # a token's kind in the page's kind string
+# a token's kind in the page's kind string: tool results are env text (mask 0), shown as such
+SOURCES = {"model": "1", "env": "0", "tool": "0", "turn_end": "2"}
 TURN_KEYS = ("reasoning", "action", "parsed_ok", "stopped", "observation")  # a turn's completion is in the tokens
 SCRIPTS = ("summary.js", "episode.js", "app.js")  # inlined in this order: helpers first, the app last
 LOGPROB_DIGITS = 3  # 0.001 nats: far below what a colour or a tooltip shows; keeps 10k-episode pages small
