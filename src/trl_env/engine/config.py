@@ -96,7 +96,7 @@ class RolloutConfig:
         default=None,
         metadata=_doc(
             "schedule='episode': the longest a generator call waits for more envs to answer, in seconds "
-            "(bigger batches against idle time); None: half the duration of the previous call"
+            "(bigger batches against idle time); None: half a call's fixed cost, fitted to the calls so far"
         ),
     )
     max_batch: int | None = field(

@@ -86,6 +86,40 @@ class RolloutStats:
         self.generate_s = total
 
 
+class CallCost:
+    """A generator call's duration as ``fixed + per_context * batch``, fitted to the recent calls.
+
+    Example:
+        >>> cost = CallCost()
+        >>> for batch, seconds in [(32, 1.0), (8, 0.4), (16, 0.6)]:
+        ...     cost.add(batch, seconds)
+        >>> round(cost.fixed_s(), 2)
+        0.2
+        >>> CallCost().fixed_s()  # nothing measured yet
+        0.0
+    """
+
+    def __init__(self, memory: int = 32) -> None:
+        self.calls: list[tuple[int, float]] = []
+        self.memory = memory
+
+    def add(self, batch: int, seconds: float) -> None:
+        self.calls = [*self.calls[1 - self.memory :], (batch, seconds)]
+
+    def fixed_s(self) -> float:
+        """The fitted fixed part (least squares); half the last call while all calls had one batch size."""
+        if not self.calls:
+            return 0.0
+        sizes = [b for b, _ in self.calls]
+        mean_b = sum(sizes) / len(sizes)
+        mean_s = sum(s for _, s in self.calls) / len(self.calls)
+        spread = sum((b - mean_b) ** 2 for b in sizes)
+        if spread == 0:
+            return self.calls[-1][1] / 2
+        slope = sum((b - mean_b) * (s - mean_s) for b, s in self.calls) / spread
+        return min(max(mean_s - max(slope, 0.0) * mean_b, 0.0), mean_s)
+
+
 def _generate(generator: Generator, runs: list[LiveEpisode], steps: EpisodeSteps, stats: RolloutStats) -> list:
     budget = max((run.turn_budget(steps.config) for run in runs), default=1)
     start = time.perf_counter()
@@ -145,7 +179,7 @@ class _PerEpisode:
         self.collective = isinstance(generator, CollectiveGenerator) and generator.collective
         self.concurrent = isinstance(generator, ConcurrentGenerator) and not self.collective
         self.count = len(seeds)
-        self.last_call_s = 0.0  # the duration of the last generator call with contexts
+        self.cost = CallCost()  # the generator's cost per call, fixed part and per context
         self.ready: list[LiveEpisode] = []
         self.pending: dict[Future, tuple[str, object]] = {}
         for root, seed in enumerate(steps.roots(seeds)):
@@ -170,22 +204,22 @@ class _PerEpisode:
                 start = time.perf_counter()
                 generations = _generate(self.generator, batch, self.steps, self.stats)
                 if batch:
-                    self.last_call_s = time.perf_counter() - start
+                    self.cost.add(len(batch), time.perf_counter() - start)
                 self._after_generation(batch, generations)
         bar.close()
         return self.steps.outputs(self.count)
 
     def _window(self) -> float:
-        """How long a generator call may wait for more envs: the configured window, or half the last call."""
+        """How long a generator call may wait for more envs: the configured window, or half a call's fixed cost."""
         window = self.steps.config.gather_window
-        return window if window is not None else max(MIN_WINDOW, self.last_call_s / 2)
+        return window if window is not None else max(MIN_WINDOW, self.cost.fixed_s() / 2)
 
     def _gather(self, cap: int) -> None:
         """Take every answer in; wait for a first one if nothing is ready, then up to a window for more.
 
-        A call costs about the same whatever its batch (decoding is bound by reading the weights), so
-        waiting up to half a call for envs still answering saves whole calls; instant envs all answer at
-        once and end the wait at once.
+        Waiting costs idle generator time and saves a later call's fixed cost (the part of a call that does
+        not grow with its batch: reading the weights, per-step overhead), so the window is half that fixed
+        cost, estimated from the calls so far; instant envs all answer at once and end the wait at once.
         """
         self._drain()
         if not self.ready and self.pending:
