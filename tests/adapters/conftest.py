@@ -27,3 +27,28 @@ def tiny_rollout(qwen3_tokenizer, tiny_qwen3) -> Callable[..., list]:
         return rollout(factory, list(seeds), generator, processor, **config)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def train_one_step(tiny_model_dir, tmp_path_factory) -> Callable[..., str]:
+    """``train_one_step(spec, env_kwargs_json)``: ``trl-env train`` one GRPO step with the tiny model; its output."""
+    import contextlib
+    import io
+
+    from trl_env.cli import main
+
+    def run(spec: str, env_kwargs: str, *extra: str) -> str:
+        out = tmp_path_factory.mktemp("train")
+        argv = ["train", "--env", spec, "--env-kwargs", env_kwargs, "--model", str(tiny_model_dir), "--steps", "1"]
+        argv += ["--num-generations", "2", "--prompts-per-step", "1", "--max-turns", "2", "--max-turn-tokens", "4"]
+        argv += ["--max-completion-tokens", "256", "--output-dir", str(out), "--transcripts-every", "1", *extra]
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            status = main(argv)
+        text = printed.getvalue()
+        assert status == 0, text[-2000:]
+        assert text.splitlines()[-1].startswith("trained 1 steps; model saved to"), text[-2000:]
+        records = (out / "transcripts.jsonl").read_text().splitlines()
+        assert len(records) == 2  # both episodes of the step, recorded with their env text
+        return text
+
+    return run

@@ -3,6 +3,7 @@ rewards, server errors, the server dying mid-episode, many concurrent sessions, 
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -186,3 +187,7 @@ def test_rollout_with_the_tiny_model_sixteen_at_once(server_url, tiny_rollout):
     episodes = tiny_rollout(openenv_env(server_url), seeds, env_workers=16)
     assert_episodes_ok(episodes, seeds, 0.0, 1.75)  # at most three 0.25s and a 1.0
     assert isinstance(OpenEnvEnv, type)
+
+
+def test_trains_a_step_from_the_command_line(train_one_step, server_url):
+    train_one_step("trl_env.adapters.openenv:openenv_env", json.dumps({"base_url": server_url}))

@@ -75,3 +75,7 @@ def test_rollout_with_the_tiny_model(tiny_rollout):
     seeds = [f"train-{i}" for i in range(4)]
     episodes = tiny_rollout(reasoning_gym_env("basic_arithmetic", size=50, max_tries=2), seeds)
     assert_episodes_ok(episodes, seeds, 0.0, 1.0)
+
+
+def test_trains_a_step_from_the_command_line(train_one_step):
+    train_one_step("trl_env.adapters.reasoning_gym:reasoning_gym_env", '{"dataset": "leg_counting", "size": 10}')

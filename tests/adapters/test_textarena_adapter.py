@@ -134,3 +134,8 @@ def test_rollout_with_the_tiny_model(tiny_rollout):
     for factory in (textarena_env("GuessTheNumber-v0"), textarena_env("TicTacToe-v0", opponent=center_then_corners)):
         episodes = tiny_rollout(factory, seeds)
         assert_episodes_ok(episodes, seeds, -1.0, 1.0)
+
+
+def test_trains_a_step_from_the_command_line(train_one_step):
+    kwargs = '{"game_id": "TicTacToe-v0", "opponent": "trl_env.adapters.textarena:random_move_opponent"}'
+    train_one_step("trl_env.adapters.textarena:textarena_env", kwargs)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import textworld
 from adapter_helpers import assert_episodes_ok, round_trip
@@ -97,3 +99,8 @@ def test_rollout_with_the_tiny_model(factory, tiny_rollout):
     seeds = ["train-0", "train-1", "train-0"]
     episodes = tiny_rollout(factory, seeds)
     assert_episodes_ok(episodes, seeds, 0.0, 1.0)
+
+
+def test_trains_a_step_from_the_command_line(train_one_step, tw_cache):
+    kwargs = json.dumps({**OPTIONS, "num_games": 2, "cache_dir": tw_cache})
+    train_one_step("trl_env.adapters.textworld:textworld_env", kwargs)
