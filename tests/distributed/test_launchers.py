@@ -15,7 +15,10 @@ import os
 from accelerate import PartialState
 from trl_env.trainer.launch_check import launch_problem
 state = PartialState(cpu=True)
-print("processes", state.num_processes, "problem", launch_problem(os.environ, state.num_processes), flush=True)
+# One file per process: two processes printing to one pipe can interleave their lines.
+line = f"processes {state.num_processes} problem {launch_problem(os.environ, state.num_processes)}"
+with open(os.path.join(os.environ["PROBE_OUT"], f"rank{state.process_index}.txt"), "w") as out:
+    out.write(line)
 """
 
 
@@ -23,12 +26,18 @@ def run_probe(tmp_path: Path, *launcher: str) -> list[str]:
     probe = tmp_path / "probe.py"
     probe.write_text(PROBE)
     clean = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT")}
-    env = {**clean, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), clean.get("PYTHONPATH", "")])}
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {
+        **clean,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), clean.get("PYTHONPATH", "")]),
+        "PROBE_OUT": str(out),
+    }
     result = subprocess.run(
         [sys.executable, "-m", *launcher, str(probe)], env=env, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    return sorted(line for line in result.stdout.splitlines() if line.startswith("processes"))
+    return sorted(path.read_text() for path in out.glob("rank*.txt"))
 
 
 def test_accelerate_cpu_flag_starts_one_process_and_trl_env_warns(tmp_path):
