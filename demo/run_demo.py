@@ -92,15 +92,17 @@ class DemoPlan:
             eval_batch_size=4,
         )
 
-    def rollout_config(self) -> Any:
-        """The rollout budgets shared by evaluation and training."""
+    def rollout_config(self, tree: str | None = None) -> Any:
+        """The rollout budgets shared by evaluation and training (``tree``: training's tree shape, e.g. ``"1x4"``)."""
         from trl_env.engine.config import RolloutConfig
+        from trl_env.engine.tree import TreeShape
 
         return RolloutConfig(
             system_prompt=SYSTEM_PROMPT,
             max_turns=self.max_turns,
             max_turn_tokens=self.max_turn_tokens,
             max_completion_tokens=self.max_completion_tokens,
+            tree=TreeShape.parse(tree) if tree else None,
         )
 
 
@@ -123,6 +125,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=ANSWER_PREFIX,
         help=f"prefilled start of every model turn (default {ANSWER_PREFIX!r}; '' for none)",
     )
+    parser.add_argument(
+        "--advantage",
+        default="episode",
+        choices=("episode", "turn", "anchor", "tree"),
+        help="credit assignment (default episode: plain GRPO; see trl_env.trainer.advantages)",
+    )
+    parser.add_argument("--gamma", type=float, default=1.0, help="discount of later turns (turn and anchor modes)")
+    parser.add_argument(
+        "--tree",
+        help="tree rollouts, e.g. '1,2x2' (fork after turns 1 and 2 into 2 branches each; needs --advantage tree)",
+    )
+    parser.add_argument(
+        "--skip-before", action="store_true", help="no evaluation before training (comparisons evaluate it once)"
+    )
     parser.add_argument("--fp32", action="store_true", help="no bfloat16 autocast even where the CPU supports it")
     parser.add_argument("--save-model", action="store_true", help="also save the trained (merged) model to OUT/model")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: idle cores, from the load average)")
@@ -143,7 +159,7 @@ def idle_cores() -> int:
     return max(1, min(cores, round(cores - os.getloadavg()[0])))
 
 
-def plot_reward_curve(history: list[dict[str, Any]], before: Any, after: Any, path: Path) -> Path:
+def plot_reward_curve(history: list[dict[str, Any]], before: Any | None, after: Any, path: Path) -> Path:
     """Plot the per-step training reward with its running mean and the held-out before/after means.
 
     Example:
@@ -165,7 +181,9 @@ def plot_reward_curve(history: list[dict[str, Any]], before: Any, after: Any, pa
         ]
         axes.plot(steps, rewards, "o", alpha=0.4, label="training reward (per step)")
         axes.plot(steps, running, "-", label=f"running mean ({window} steps)")
-    axes.axhline(before.mean_reward, color="grey", linestyle="--", label=f"held-out before: {before.mean_reward:.2f}")
+    if before is not None:
+        label = f"held-out before: {before.mean_reward:.2f}"
+        axes.axhline(before.mean_reward, color="grey", linestyle="--", label=label)
     axes.axhline(after.mean_reward, color="green", linestyle="--", label=f"held-out after: {after.mean_reward:.2f}")
     axes.set_xlabel("GRPO step")
     axes.set_ylabel("episode reward (1 solved + shaping)")
@@ -200,11 +218,12 @@ def headline(summary: Any) -> dict[str, float]:
     }
 
 
-def comparison_table(before: Any, after: Any) -> str:
-    """Before/after table of the headline numbers."""
-    first, second = headline(before), headline(after)
+def comparison_table(before: Any | None, after: Any) -> str:
+    """Before/after table of the headline numbers (``before`` None: the after column only)."""
+    second = headline(after)
+    first = headline(before) if before is not None else {name: float("nan") for name in second}
     lines = [f"{'':<20} {'before':>8} {'after':>8}"]
-    lines += [f"{name:<20} {first[name]:>8.3f} {second[name]:>8.3f}" for name in first]
+    lines += [f"{name:<20} {first[name]:>8.3f} {second[name]:>8.3f}" for name in second]
     return "\n".join(lines)
 
 
@@ -267,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         print(summary.format())
         return summary
 
-    before = run_eval(model, "before")
+    before = None if args.skip_before else run_eval(model, "before")
 
     settings = TrainSettings(
         steps=plan.max_steps,
@@ -280,7 +299,9 @@ def main(argv: list[str] | None = None) -> int:
         output_dir=str(out / "trainer"),
         bf16=bf16,
         max_completion_tokens=plan.max_completion_tokens,
-        rollout=plan.rollout_config(),
+        rollout=plan.rollout_config(args.tree),
+        advantage=args.advantage,
+        gamma=args.gamma,
     )
     trainer = build_trainer(
         env_factory,
@@ -290,7 +311,11 @@ def main(argv: list[str] | None = None) -> int:
         settings,
         processor=processor,
     )
-    print(f"\n== training with GRPO for at most {plan.minutes:g} minutes ({settings.batch_size} episodes per step)")
+    method = args.advantage + (f", tree {args.tree}" if args.tree else "")
+    print(
+        f"\n== training with GRPO ({method} advantages) for at most {plan.minutes:g} minutes "
+        f"({settings.batch_size} episodes per step)"
+    )
     train_start = time.perf_counter()
     trainer.train()
     train_seconds = time.perf_counter() - train_start
@@ -305,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     from trl_env.viewer import write_page
 
     # the held-out episodes before and after, on one page (filter by step: 0 = before, 1 = after)
-    records = [{**r, "step": 0} for r in before.records] + [{**r, "step": 1} for r in after.records]
+    records = [{**r, "step": 0} for r in (before.records if before else [])] + [{**r, "step": 1} for r in after.records]
     page = write_page(records, out / "transcripts.html", title="trl-env demo: held-out episodes before (0) / after (1)")
     print(f"transcripts page: {page}")
     summary = {
@@ -318,7 +343,10 @@ def main(argv: list[str] | None = None) -> int:
         "answer_prefix": args.answer_prefix,
         "bf16": bf16,
         "threads": torch.get_num_threads(),
-        "before": {**before.metrics(), **headline(before)},
+        "advantage": args.advantage,
+        "gamma": args.gamma,
+        "tree": args.tree,
+        "before": {**before.metrics(), **headline(before)} if before is not None else None,
         "after": {**after.metrics(), **headline(after)},
         "plan": plan.__dict__,
     }

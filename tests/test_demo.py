@@ -40,9 +40,26 @@ def test_demo_smoke_run_writes_every_output(tiny_model_dir, tmp_path):
         assert summary[label]["mean_reward"] == pytest.approx(sum(r["reward"] for r in records) / 4)
     history = json.loads((out / "log_history.json").read_text())
     assert [h["step"] for h in history if "reward" in h] == [1, 2]
+    # guess-the-number reports ``success``: its rate is logged each step, and it agrees with the rewards
+    # (1 per solved episode plus at most 0.3 of shaping)
+    for entry in (h for h in history if "reward" in h):
+        success = entry["env/success_rate"]
+        assert success <= entry["env/reward_mean"] <= success + 0.3 + 1e-6
     assert (out / "reward_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = (out / "transcripts.html").read_text()
     assert "<script" in page and "http://" not in page.split("<script", 1)[0]  # the page is there, self-contained
+
+
+def test_demo_trains_with_tree_rollouts_and_skips_the_first_evaluation(tiny_model_dir, tmp_path):
+    out = tmp_path / "demo"
+    args = ["--smoke", "--model", str(tiny_model_dir), "--out-dir", str(out), "--threads", "2", "--skip-before"]
+    assert _load_demo().main([*args, "--advantage", "tree", "--tree", "1x2"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["before"] is None and summary["after"]["episodes"] == 4
+    assert (summary["advantage"], summary["tree"], summary["steps"]) == ("tree", "1x2", 2)
+    assert not (out / "transcripts_before.jsonl").exists()
+    with pytest.raises(ValueError, match="go together"):
+        _load_demo().main([*args, "--tree", "1x2"])  # a tree needs its advantage
 
 
 def test_train_command_saves_a_model_that_eval_loads(tiny_model_dir, tmp_path, monkeypatch, capsys):

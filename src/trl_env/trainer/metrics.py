@@ -20,8 +20,11 @@ SUM_EPISODES, SUM_ERRORS = 0, 4
 
 def episode_sums(episodes: list[Episode]) -> list[float]:
     """The additive counts behind the metrics: episodes, scored episodes, their reward, turns, errors,
-    parse failures, truncated episodes (sums, so that processes can add theirs up)."""
+    parse failures, truncated episodes, and the sum and count of the env's ``success`` metric (sums of a
+    fixed length, so that processes can add theirs up)."""
     scored = [e for e in episodes if not e.failed]
+    # ``success`` is the metric evaluation reads too (trl_env.evaluation); envs without it log no rate
+    successes = [e.metrics["success"] for e in scored if e.metrics and "success" in e.metrics]
     return [
         float(len(episodes)),
         float(len(scored)),
@@ -30,6 +33,8 @@ def episode_sums(episodes: list[Episode]) -> list[float]:
         float(sum(e.failed for e in episodes)),
         float(sum(e.parse_failures for e in episodes)),
         float(sum(e.stop_reason == StopReason.TOKEN_BUDGET for e in episodes)),
+        float(sum(successes)),
+        float(len(successes)),
     ]
 
 
@@ -38,15 +43,24 @@ def episode_metrics(sums: list[float]) -> dict[str, float]:
 
     Returns:
         Mean reward (of the episodes whose env did not fail) and turns, the number of failed episodes,
-        the parse-failure rate (per model turn) and the truncated rate.
+        the parse-failure rate (per model turn), the truncated rate and, where the env reports a
+        ``success`` metric, the success rate.
+
+    Example:
+        >>> episode_metrics([4, 4, 2.0, 8, 0, 0, 0, 3.0, 4])["env/success_rate"]
+        0.75
+        >>> "env/success_rate" in episode_metrics([4, 4, 2.0, 8, 0, 0, 0, 0.0, 0])
+        False
     """
-    n, scored, reward, turns, errors, parse_failures, truncated = sums
+    n, scored, reward, turns, errors, parse_failures, truncated, successes, reporting = sums
+    success = {"env/success_rate": successes / reporting} if reporting else {}
     return {
         "env/reward_mean": reward / max(1.0, scored),
         "env/turns_mean": turns / max(1.0, n),
         "env/errors": errors,
         "env/parse_failure_rate": parse_failures / max(1.0, turns),
         "env/truncated_rate": truncated / max(1.0, n),
+        **success,
     }
 
 
