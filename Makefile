@@ -41,12 +41,12 @@ browser:
 
 # TRL_ENV_REQUIRE_VLLM=1 turns "vLLM is not installed" from a skip into a collection error.
 test: install install-vllm install-adapters browser
-	$(BIN)/ruff check src tests examples benchmarks demo scripts conftest.py
-	$(BIN)/ruff format --check src tests examples benchmarks demo scripts conftest.py
+	$(BIN)/ruff check src tests examples benchmarks experiments demo scripts conftest.py
+	$(BIN)/ruff format --check src tests examples benchmarks experiments demo scripts conftest.py
 	TRL_ENV_REQUIRE_VLLM=1 TRL_ENV_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q
 
 lint: install
-	$(BIN)/ruff check src tests examples benchmarks demo scripts
+	$(BIN)/ruff check src tests examples benchmarks experiments demo scripts
 
 demo: install
 	HF_HUB_OFFLINE=1 $(BIN)/python demo/run_demo.py $(DEMO_ARGS)

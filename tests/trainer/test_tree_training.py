@@ -6,6 +6,7 @@ import copy
 import functools
 import warnings
 
+import pytest
 import torch
 from datasets import Dataset
 from trl import GRPOConfig
@@ -67,3 +68,19 @@ def test_a_tree_rollout_trains_with_each_shared_prefix_credited_once(qwen3_token
             assert sorted(credited) in ([False, True], [False, False])  # [False, False]: the prefix's mean is 0
     assert torch.isfinite(advantages).all()
     assert trainer.state.global_step == 1
+
+
+def test_build_trainer_names_a_group_size_the_tree_does_not_divide(qwen3_tokenizer, tiny_qwen3, tmp_path):
+    from trl_env.engine.config import RolloutConfig
+    from trl_env.trainer.recipe import TrainSettings, build_trainer
+
+    settings = TrainSettings(
+        steps=1,
+        num_generations=6,
+        prompts_per_step=1,
+        output_dir=str(tmp_path),
+        advantage="tree",
+        rollout=RolloutConfig(max_turns=2, tree=TreeShape((1,), 4)),
+    )
+    with pytest.raises(ValueError, match="num_generations=6 is not a multiple of the 4 leaves per root"):
+        build_trainer(Latency, tiny_qwen3, qwen3_tokenizer, ["s"] * 8, settings)

@@ -178,6 +178,8 @@ def build_trainer(
             "tree rollouts and advantage='tree' go together: the tree credits each shared prefix once "
             f"(got tree={settings.rollout.tree}, advantage={settings.advantage!r})"
         )
+    if settings.rollout.tree is not None:
+        settings.rollout.tree.roots(settings.num_generations)  # names the mismatch now, not at the first rollout
     trainer_class: Any = GRPOTrainer
     extra: dict[str, Any] = {}
     if settings.advantage != "episode":

@@ -1,0 +1,211 @@
+"""Plain GRPO against turn-level credit and tree rollouts on the demo task, at equal training minutes.
+
+Every run is ``demo/run_demo.py`` (guess-the-number 1..16, SmolLM2-135M-Instruct + LoRA, 2 secrets x 8
+episodes per step) with one credit-assignment method and one training seed, trained for the same wall
+time and evaluated on the demo's 128 held-out episodes with the same sampling noise. Runs go one at a
+time, each in its own process (parallel runs on 2 cores would distort a time-bounded budget); a run
+whose ``summary.json`` exists is not run again, so an interrupted comparison resumes.
+
+Methods: ``episode`` (plain GRPO), ``turn`` (group-normalised return from each turn on), ``anchor``
+(GiGPO-style step groups) and ``tree`` (tree rollouts forking after turns 1 and 2 into 2 branches each,
+so 2 roots per group of 8, with ``advantage="tree"``).
+
+Usage (from the repository root)::
+
+    python experiments/credit_assignment.py run --methods episode turn anchor tree --seeds 0   # screen
+    python experiments/credit_assignment.py run --methods episode tree --seeds 0 1 2          # 3 seeds
+    python experiments/credit_assignment.py report    # table, JSON and plot from every finished run
+
+Example:
+    >>> METHODS["tree"]
+    ['--advantage', 'tree', '--tree', '1,2x2']
+    >>> smooth([0.0, 1.0, 0.5, 0.5], window=2)
+    [0.0, 0.5, 0.75, 0.5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "outputs" / "experiments" / "credit_assignment"
+RESULT = ROOT / "experiments" / "out" / "credit_assignment.json"
+PLOT = ROOT / "docs" / "credit_assignment.png"
+
+# the demo's flags of each method
+METHODS: dict[str, list[str]] = {
+    "episode": ["--advantage", "episode"],
+    "turn": ["--advantage", "turn"],
+    "anchor": ["--advantage", "anchor"],
+    "tree": ["--advantage", "tree", "--tree", "1,2x2"],  # 4 leaves per root
+}
+
+
+def run(
+    methods: list[str], seeds: list[int], minutes: float, threads: int, runs: Path = RUNS, demo_args: list[str] = ()
+) -> None:
+    """Train and evaluate every (method, seed) not yet done, one at a time, seeds outermost.
+
+    ``demo_args`` go to every demo run (the tests pass ``--smoke --model DIR``).
+    """
+    pending = [(m, s) for s in seeds for m in methods if not (runs / f"{m}-seed{s}" / "summary.json").exists()]
+    for index, (method, seed) in enumerate(pending, 1):
+        out = runs / f"{method}-seed{seed}"
+        command = [sys.executable, str(ROOT / "demo" / "run_demo.py"), "--skip-before", "--seed", str(seed)]
+        command += ["--minutes", str(minutes), "--threads", str(threads), "--out-dir", str(out), *METHODS[method]]
+        command += list(demo_args)
+        print(f"[{index}/{len(pending)}] {method} seed {seed}: {' '.join(command[1:])}", flush=True)
+        started = time.perf_counter()
+        out.mkdir(parents=True, exist_ok=True)
+        with open(out / "run.log", "w") as log:
+            result = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        if result.returncode != 0:
+            raise SystemExit(f"{method} seed {seed} failed (exit {result.returncode}): see {out / 'run.log'}")
+        summary = json.loads((out / "summary.json").read_text())
+        print(
+            f"    held-out success {summary['after']['success_rate']:.3f} after {summary['steps']} steps "
+            f"({(time.perf_counter() - started) / 60:.1f} min in all)",
+            flush=True,
+        )
+
+
+def smooth(values: list[float], window: int = 3) -> list[float]:
+    """Trailing running mean over ``window`` points."""
+    return [statistics.fmean(values[max(0, i - window + 1) : i + 1]) for i in range(len(values))]
+
+
+def training_curve(history: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
+    """(training minutes at the end of each step, that step's training-episode success rate)."""
+    minutes, success, elapsed = [], [], 0.0
+    for entry in history:
+        if "env/success_rate" in entry:
+            elapsed += entry["step_time"] / 60
+            minutes.append(elapsed)
+            success.append(entry["env/success_rate"])
+    return minutes, success
+
+
+def collect(folder: Path = RUNS) -> dict[str, list[dict[str, Any]]]:
+    """Every finished run under ``folder``, by method."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for summary_path in sorted(folder.glob("*/summary.json")):
+        method, seed = summary_path.parent.name.rsplit("-seed", 1)
+        summary = json.loads(summary_path.read_text())
+        history = json.loads((summary_path.parent / "log_history.json").read_text())
+        minutes, success = training_curve(history)
+        runs.setdefault(method, []).append(
+            {
+                "seed": int(seed),
+                "heldout_success": summary["after"]["success_rate"],
+                "heldout_reward": summary["after"]["mean_reward"],
+                "heldout_turns": summary["after"]["mean_turns"],
+                "steps": summary["steps"],
+                "train_minutes": summary["train_seconds"] / 60,
+                "curve_minutes": minutes,
+                "curve_success": success,
+            }
+        )
+    return runs
+
+
+def table(runs: dict[str, list[dict[str, Any]]]) -> str:
+    """Markdown table: held-out success mean, spread and per seed, steps in the budget."""
+    lines = [
+        "| method | seeds | held-out success, mean ± sd | per seed | steps | mean turns |",
+        "|---|---|---|---|---|---|",
+    ]
+    for method in sorted(runs, key=lambda m: -statistics.fmean(r["heldout_success"] for r in runs[m])):
+        rows = sorted(runs[method], key=lambda r: r["seed"])
+        values = [r["heldout_success"] for r in rows]
+        spread = f" ± {statistics.stdev(values):.3f}" if len(values) > 1 else ""
+        lines.append(
+            f"| {method} | {len(rows)} | {statistics.fmean(values):.3f}{spread} | "
+            f"{', '.join(f'{v:.3f}' for v in values)} | {', '.join(str(r['steps']) for r in rows)} | "
+            f"{statistics.fmean(r['heldout_turns'] for r in rows):.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def plot(runs: dict[str, list[dict[str, Any]]], path: Path) -> Path:
+    """Training-episode success (3-step running mean) against training minutes: one line per method, the
+    mean over seeds, shaded between the lowest and highest seed; the held-out success as a marker."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    figure, axes = plt.subplots(figsize=(7.5, 4.2))
+    for index, method in enumerate(sorted(runs)):
+        colour = f"C{index}"
+        rows = runs[method]
+        end = min(r["curve_minutes"][-1] for r in rows)
+        grid = np.linspace(min(r["curve_minutes"][0] for r in rows), end, 60)
+        curves = np.array([np.interp(grid, r["curve_minutes"], smooth(r["curve_success"])) for r in rows])
+        label = f"{method} ({len(rows)} seed{'s' if len(rows) > 1 else ''})"
+        axes.plot(grid, curves.mean(axis=0), color=colour, label=label)
+        if len(rows) > 1:
+            axes.fill_between(grid, curves.min(axis=0), curves.max(axis=0), color=colour, alpha=0.2)
+        heldout = [r["heldout_success"] for r in rows]
+        axes.errorbar(
+            [end + 0.3 + 0.15 * index],
+            [statistics.fmean(heldout)],
+            yerr=[[statistics.fmean(heldout) - min(heldout)], [max(heldout) - statistics.fmean(heldout)]],
+            fmt="s",
+            color=colour,
+            capsize=3,
+        )
+    axes.set_xlabel("training minutes (2 CPU cores)")
+    axes.set_ylabel("success rate")
+    axes.set_title("guess-the-number, SmolLM2-135M: training episodes (lines), held-out (squares)")
+    axes.set_ylim(0, 1)
+    axes.legend(loc="lower right", fontsize=8)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def report(folder: Path = RUNS, result: Path = RESULT, plot_path: Path = PLOT) -> None:
+    """Print the table, write the JSON and the plot."""
+    runs = collect(folder)
+    if not runs:
+        raise SystemExit(f"no finished runs under {folder}: run `python experiments/credit_assignment.py run` first")
+    print(table(runs))
+    result.parent.mkdir(parents=True, exist_ok=True)
+    result.write_text(json.dumps(runs, indent=1))
+    print(f"results: {result}\nplot: {plot(runs, plot_path)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: ``run`` or ``report``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run_parser = commands.add_parser("run", help="train and evaluate the runs not done yet")
+    run_parser.add_argument("--methods", nargs="+", choices=sorted(METHODS), default=sorted(METHODS))
+    run_parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    run_parser.add_argument("--minutes", type=float, default=10.0, help="training wall time per run (default 10)")
+    run_parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    run_parser.add_argument("--demo-args", default="", help="more flags for every demo run, e.g. '--smoke'")
+    report_parser = commands.add_parser("report", help="table, JSON and plot of the finished runs")
+    for sub in (run_parser, report_parser):
+        sub.add_argument("--runs", type=Path, default=RUNS, help=f"the runs' folder (default {RUNS})")
+        sub.add_argument("--result", type=Path, default=RESULT, help=f"the JSON written (default {RESULT})")
+        sub.add_argument("--plot", type=Path, default=PLOT, help=f"the plot written (default {PLOT})")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        run(args.methods, args.seeds, args.minutes, args.threads, args.runs, args.demo_args.split())
+    report(args.runs, args.result, args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

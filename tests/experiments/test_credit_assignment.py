@@ -1,0 +1,44 @@
+"""The credit-assignment comparison runs the demo per (method, seed), resumes, and reports a table and a plot."""
+
+from __future__ import annotations
+
+import doctest
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("credit_assignment", ROOT / "experiments" / "credit_assignment.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_two_methods_run_resume_and_report(tiny_model_dir, tmp_path, capsys):
+    experiment = _load()
+    paths = ["--runs", str(tmp_path / "runs"), "--result", str(tmp_path / "r.json"), "--plot", str(tmp_path / "p.png")]
+    demo = f"--smoke --model {tiny_model_dir}"
+    assert experiment.main(["run", "--methods", "episode", "anchor", "--seeds", "0", "--demo-args", demo, *paths]) == 0
+    results = json.loads((tmp_path / "r.json").read_text())
+    assert sorted(results) == ["anchor", "episode"]
+    for method, (row,) in results.items():
+        summary = json.loads((tmp_path / "runs" / f"{method}-seed0" / "summary.json").read_text())
+        assert summary["advantage"] == method and summary["before"] is None
+        assert row["heldout_success"] == summary["after"]["success_rate"] and row["steps"] == 2
+        assert len(row["curve_minutes"]) == 2 and row["curve_minutes"][0] < row["curve_minutes"][1]
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+    table = capsys.readouterr().out
+    assert "| episode | 1 |" in table and "| anchor | 1 |" in table
+    # finished runs are not run again: a second call only reports
+    stamp = (tmp_path / "runs" / "anchor-seed0" / "summary.json").stat().st_mtime_ns
+    assert experiment.main(["run", "--methods", "anchor", "--seeds", "0", "--demo-args", demo, *paths]) == 0
+    assert (tmp_path / "runs" / "anchor-seed0" / "summary.json").stat().st_mtime_ns == stamp
+
+
+def test_the_docstring_examples_run():
+    assert doctest.testmod(_load()).failed == 0
