@@ -33,6 +33,7 @@ import argparse
 import functools
 import json
 import os
+import pkgutil
 import sys
 import time
 from dataclasses import dataclass
@@ -49,6 +50,11 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 SYSTEM_PROMPT = ""  # empty: the chat template's own default system prompt
 ANSWER_PREFIX = "My guess:"  # opens every assistant turn (prefilled): the model continues with a number
 ENV_KWARGS = {"low": 1, "high": 16, "max_turns": 5}
+# the demo's task, and one where the first turn decides whether success is possible (the credit comparison)
+TASKS = {
+    "guess": ("examples.guess_number:GuessNumberEnv", ENV_KWARGS),
+    "doors": ("examples.vault_doors:VaultDoorsEnv", {"doors": 3, "low": 1, "high": 8, "max_turns": 5}),
+}
 
 
 @dataclass
@@ -116,6 +122,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10.0, help="training wall-time budget (default 10)")
     parser.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
+    parser.add_argument(
+        "--task", choices=sorted(TASKS), default="guess", help="guess (the demo) or doors (an early turn decides)"
+    )
     parser.add_argument("--smoke", action="store_true", help="tiny budgets: a few steps and episodes")
     parser.add_argument("--model", help="model directory (default: SmolLM2-135M-Instruct, fetched offline)")
     parser.add_argument("--eval-episodes", type=int, help="held-out episodes per evaluation (default 128)")
@@ -239,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from demo.demo_model import ensure_demo_model
-    from examples.guess_number import GuessNumberEnv, heldout_seeds, train_seeds
+    from examples.guess_number import heldout_seeds, train_seeds
     from trl_env.chat.additivity import check_additivity
     from trl_env.chat.chunked_processor import with_answer_prefix
     from trl_env.chat.template_processor import ChatTemplateProcessor
@@ -266,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
         processor, args.answer_prefix = ChatTemplateProcessor(tokenizer), ""
     bf16 = not args.fp32 and cpu_has_bf16()
     print(f"answer prefix: {args.answer_prefix!r}; bfloat16 autocast: {bf16}")
-    env_factory = functools.partial(GuessNumberEnv, **ENV_KWARGS)
+    factory_path, env_kwargs = TASKS[args.task]
+    env_factory = functools.partial(pkgutil.resolve_name(factory_path), **env_kwargs)
     seeds = heldout_seeds(plan.eval_episodes)
 
     def run_eval(policy: Any, label: str) -> Any:
@@ -343,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         "answer_prefix": args.answer_prefix,
         "bf16": bf16,
         "threads": torch.get_num_threads(),
+        "task": args.task,
         "advantage": args.advantage,
         "gamma": args.gamma,
         "tree": args.tree,

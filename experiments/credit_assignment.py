@@ -1,6 +1,7 @@
-"""Plain GRPO against turn-level credit and tree rollouts on the demo task, at equal training minutes.
+"""Plain GRPO against turn-level credit and tree rollouts, at equal training minutes.
 
-Every run is ``demo/run_demo.py`` (guess-the-number 1..16, SmolLM2-135M-Instruct + LoRA, 2 secrets x 8
+Every run is ``demo/run_demo.py`` (``--task guess``: guess-the-number 1..16; ``--task doors``: vault doors,
+where a wrong first answer makes success impossible; SmolLM2-135M-Instruct + LoRA, 2 secrets x 8
 episodes per step) with one credit-assignment method and one training seed, trained for the same wall
 time and evaluated on the demo's 128 held-out episodes with the same sampling noise. Runs go one at a
 time, each in its own process (parallel runs on 2 cores would distort a time-bounded budget); a run
@@ -15,6 +16,7 @@ Usage (from the repository root)::
     python experiments/credit_assignment.py run --methods episode turn anchor tree --seeds 0   # screen
     python experiments/credit_assignment.py run --methods episode tree --seeds 0 1 2          # 3 seeds
     python experiments/credit_assignment.py report    # table, JSON and plot from every finished run
+    python experiments/credit_assignment.py run --task doors --methods episode tree --seeds 0 1 2
 
 Example:
     >>> METHODS["tree"]
@@ -35,9 +37,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNS = ROOT / "outputs" / "experiments" / "credit_assignment"
-RESULT = ROOT / "experiments" / "out" / "credit_assignment.json"
-PLOT = ROOT / "docs" / "credit_assignment.png"
+RUNS = ROOT / "outputs" / "experiments" / "credit_assignment"  # one folder per task
+RESULT = ROOT / "experiments" / "out" / "credit_assignment_{task}.json"
+PLOT = ROOT / "docs" / "credit_assignment_{task}.png"
+TITLES = {
+    "guess": "guess-the-number 1..16",
+    "doors": "vault doors (a wrong first answer ends the episode)",
+}
 
 # the demo's flags of each method
 METHODS: dict[str, list[str]] = {
@@ -49,16 +55,24 @@ METHODS: dict[str, list[str]] = {
 
 
 def run(
-    methods: list[str], seeds: list[int], minutes: float, threads: int, runs: Path = RUNS, demo_args: list[str] = ()
+    task: str,
+    methods: list[str],
+    seeds: list[int],
+    minutes: float,
+    threads: int,
+    runs: Path = RUNS,
+    demo_args: list[str] = (),
 ) -> None:
-    """Train and evaluate every (method, seed) not yet done, one at a time, seeds outermost.
+    """Train and evaluate every (method, seed) of ``task`` not yet done, one at a time, seeds outermost.
 
     ``demo_args`` go to every demo run (the tests pass ``--smoke --model DIR``).
     """
+    runs = runs / task
     pending = [(m, s) for s in seeds for m in methods if not (runs / f"{m}-seed{s}" / "summary.json").exists()]
     for index, (method, seed) in enumerate(pending, 1):
         out = runs / f"{method}-seed{seed}"
-        command = [sys.executable, str(ROOT / "demo" / "run_demo.py"), "--skip-before", "--seed", str(seed)]
+        command = [sys.executable, str(ROOT / "demo" / "run_demo.py"), "--task", task, "--skip-before"]
+        command += ["--seed", str(seed)]
         command += ["--minutes", str(minutes), "--threads", str(threads), "--out-dir", str(out), *METHODS[method]]
         command += list(demo_args)
         print(f"[{index}/{len(pending)}] {method} seed {seed}: {' '.join(command[1:])}", flush=True)
@@ -133,7 +147,7 @@ def table(runs: dict[str, list[dict[str, Any]]]) -> str:
     return "\n".join(lines)
 
 
-def plot(runs: dict[str, list[dict[str, Any]]], path: Path) -> Path:
+def plot(runs: dict[str, list[dict[str, Any]]], path: Path, title: str) -> Path:
     """Training-episode success (3-step running mean) against training minutes: one line per method, the
     mean over seeds, shaded between the lowest and highest seed; the held-out success as a marker."""
     import matplotlib
@@ -164,7 +178,7 @@ def plot(runs: dict[str, list[dict[str, Any]]], path: Path) -> Path:
         )
     axes.set_xlabel("training minutes (2 CPU cores)")
     axes.set_ylabel("success rate")
-    axes.set_title("guess-the-number, SmolLM2-135M: training episodes (lines), held-out (squares)")
+    axes.set_title(f"{title}, SmolLM2-135M\ntraining episodes (lines), held-out after training (squares)", fontsize=10)
     axes.set_ylim(0, 1)
     axes.legend(loc="lower right", fontsize=8)
     figure.tight_layout()
@@ -174,15 +188,17 @@ def plot(runs: dict[str, list[dict[str, Any]]], path: Path) -> Path:
     return path
 
 
-def report(folder: Path = RUNS, result: Path = RESULT, plot_path: Path = PLOT) -> None:
-    """Print the table, write the JSON and the plot."""
+def report(task: str, folder: Path = RUNS, result: str | Path = RESULT, plot_path: str | Path = PLOT) -> None:
+    """Print the table of ``task``'s runs, write the JSON and the plot (``{task}`` in a path is the task)."""
+    folder, result = folder / task, Path(str(result).format(task=task))
+    plot_path = Path(str(plot_path).format(task=task))
     runs = collect(folder)
     if not runs:
         raise SystemExit(f"no finished runs under {folder}: run `python experiments/credit_assignment.py run` first")
     print(table(runs))
     result.parent.mkdir(parents=True, exist_ok=True)
     result.write_text(json.dumps(runs, indent=1))
-    print(f"results: {result}\nplot: {plot(runs, plot_path)}")
+    print(f"results: {result}\nplot: {plot(runs, plot_path, TITLES[task])}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -197,13 +213,14 @@ def main(argv: list[str] | None = None) -> int:
     run_parser.add_argument("--demo-args", default="", help="more flags for every demo run, e.g. '--smoke'")
     report_parser = commands.add_parser("report", help="table, JSON and plot of the finished runs")
     for sub in (run_parser, report_parser):
+        sub.add_argument("--task", choices=sorted(TITLES), default="guess", help="the demo's task (default guess)")
         sub.add_argument("--runs", type=Path, default=RUNS, help=f"the runs' folder (default {RUNS})")
-        sub.add_argument("--result", type=Path, default=RESULT, help=f"the JSON written (default {RESULT})")
-        sub.add_argument("--plot", type=Path, default=PLOT, help=f"the plot written (default {PLOT})")
+        sub.add_argument("--result", default=str(RESULT), help=f"the JSON written (default {RESULT})")
+        sub.add_argument("--plot", default=str(PLOT), help=f"the plot written (default {PLOT})")
     args = parser.parse_args(argv)
     if args.command == "run":
-        run(args.methods, args.seeds, args.minutes, args.threads, args.runs, args.demo_args.split())
-    report(args.runs, args.result, args.plot)
+        run(args.task, args.methods, args.seeds, args.minutes, args.threads, args.runs, args.demo_args.split())
+    report(args.task, args.runs, args.result, args.plot)
     return 0
 
 

@@ -30,6 +30,7 @@ MODULES = [
     "examples.discrete_log.problems",
     "examples.discrete_log.sandbox",
     "examples.discrete_log.seeds",
+    "examples.vault_doors.env",
 ]
 
 

@@ -22,22 +22,27 @@ def _load():
 def test_two_methods_run_resume_and_report(tiny_model_dir, tmp_path, capsys):
     experiment = _load()
     paths = ["--runs", str(tmp_path / "runs"), "--result", str(tmp_path / "r.json"), "--plot", str(tmp_path / "p.png")]
+    paths += ["--task", "doors"]  # the early-decision task, through the demo's --task
     demo = f"--smoke --model {tiny_model_dir}"
     assert experiment.main(["run", "--methods", "episode", "anchor", "--seeds", "0", "--demo-args", demo, *paths]) == 0
     results = json.loads((tmp_path / "r.json").read_text())
     assert sorted(results) == ["anchor", "episode"]
     for method, (row,) in results.items():
-        summary = json.loads((tmp_path / "runs" / f"{method}-seed0" / "summary.json").read_text())
-        assert summary["advantage"] == method and summary["before"] is None
+        summary = json.loads((tmp_path / "runs" / "doors" / f"{method}-seed0" / "summary.json").read_text())
+        assert summary["advantage"] == method and summary["before"] is None and summary["task"] == "doors"
+        first_prompt = json.loads(
+            (tmp_path / "runs" / "doors" / f"{method}-seed0" / "transcripts_after.jsonl").open().readline()
+        )
+        assert "doors" in json.dumps(first_prompt)
         assert row["heldout_success"] == summary["after"]["success_rate"] and row["steps"] == 2
         assert len(row["curve_minutes"]) == 2 and row["curve_minutes"][0] < row["curve_minutes"][1]
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
     table = capsys.readouterr().out
     assert "| episode | 1 |" in table and "| anchor | 1 |" in table
     # finished runs are not run again: a second call only reports
-    stamp = (tmp_path / "runs" / "anchor-seed0" / "summary.json").stat().st_mtime_ns
+    stamp = (tmp_path / "runs" / "doors" / "anchor-seed0" / "summary.json").stat().st_mtime_ns
     assert experiment.main(["run", "--methods", "anchor", "--seeds", "0", "--demo-args", demo, *paths]) == 0
-    assert (tmp_path / "runs" / "anchor-seed0" / "summary.json").stat().st_mtime_ns == stamp
+    assert (tmp_path / "runs" / "doors" / "anchor-seed0" / "summary.json").stat().st_mtime_ns == stamp
 
 
 def test_the_docstring_examples_run():
