@@ -50,6 +50,8 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 SYSTEM_PROMPT = ""  # empty: the chat template's own default system prompt
 ANSWER_PREFIX = "My guess:"  # opens every assistant turn (prefilled): the model continues with a number
 ENV_KWARGS = {"low": 1, "high": 16, "max_turns": 5}
+# the demo's credit assignment: chosen by experiments/credit_assignment.py (README, "Turn-level credit")
+DEMO_ADVANTAGE, DEMO_TREE, SMOKE_TREE = "episode", None, "1x2"
 # the demo's task, and one where the first turn decides whether success is possible (the credit comparison)
 TASKS = {
     "guess": ("examples.guess_number:GuessNumberEnv", ENV_KWARGS),
@@ -71,6 +73,8 @@ class DemoPlan:
     eval_episodes: int
     num_generations: int
     prompts_per_step: int
+    advantage: str = "episode"  # the credit assignment (trl_env.trainer.advantages)
+    tree: str | None = None  # tree rollouts' shape, e.g. "1,2x2", with advantage "tree"
     max_turns: int = 5
     max_turn_tokens: int = 6
     max_completion_tokens: int = 128
@@ -81,7 +85,15 @@ class DemoPlan:
     @classmethod
     def full(cls, minutes: float) -> DemoPlan:
         """The real demo: 128 held-out episodes, 2 secrets x 8 episodes per step."""
-        return cls(minutes=minutes, max_steps=10_000, eval_episodes=128, num_generations=8, prompts_per_step=2)
+        return cls(
+            minutes=minutes,
+            max_steps=10_000,
+            eval_episodes=128,
+            num_generations=8,
+            prompts_per_step=2,
+            advantage=DEMO_ADVANTAGE,
+            tree=DEMO_TREE,
+        )
 
     @classmethod
     def smoke(cls) -> DemoPlan:
@@ -96,6 +108,8 @@ class DemoPlan:
             max_turn_tokens=4,
             max_completion_tokens=48,
             eval_batch_size=4,
+            advantage=DEMO_ADVANTAGE,
+            tree=SMOKE_TREE if DEMO_TREE else None,  # 2 samples per group: a tree of 2 leaves
         )
 
     def rollout_config(self, tree: str | None = None) -> Any:
@@ -136,9 +150,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--advantage",
-        default="episode",
         choices=("episode", "turn", "anchor", "tree"),
-        help="credit assignment (default episode: plain GRPO; see trl_env.trainer.advantages)",
+        help="credit assignment (default: the demo's, see DemoPlan; episode is plain GRPO)",
     )
     parser.add_argument("--gamma", type=float, default=1.0, help="discount of later turns (turn and anchor modes)")
     parser.add_argument(
@@ -262,6 +275,12 @@ def main(argv: list[str] | None = None) -> int:
     plan = DemoPlan.smoke() if args.smoke else DemoPlan.full(args.minutes)
     plan.eval_episodes = args.eval_episodes or plan.eval_episodes
     plan.lr = args.lr or plan.lr
+    if args.advantage is not None:  # another method: the demo's tree goes with its own advantage only
+        plan.tree = args.tree if args.tree is not None else plan.tree if args.advantage == plan.advantage else None
+        plan.advantage = args.advantage
+    elif args.tree is not None:
+        plan.tree = args.tree
+    args.advantage, args.tree = plan.advantage, plan.tree
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
 
