@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "outputs" / "experiments" / "credit_assignment"  # one folder per task
 RESULT = ROOT / "experiments" / "out" / "credit_assignment_{task}.json"
 PLOT = ROOT / "docs" / "credit_assignment_{task}.png"
+SMOOTHING = 6  # steps in the curves' running mean: a step's 2 secrets make its own success rate very noisy
 TITLES = {
     "guess": "guess-the-number 1..16",
     "doors": "vault doors (a wrong first answer ends the episode)",
@@ -148,8 +149,9 @@ def table(runs: dict[str, list[dict[str, Any]]]) -> str:
 
 
 def plot(runs: dict[str, list[dict[str, Any]]], path: Path, title: str) -> Path:
-    """Training-episode success (3-step running mean) against training minutes: one line per method, the
-    mean over seeds, shaded between the lowest and highest seed; the held-out success as a marker."""
+    """Training-episode success (running mean over ``SMOOTHING`` steps) against training minutes: one line per
+    method, the mean over seeds, shaded between the lowest and highest seed; the held-out success as a marker
+    (the mean over seeds, with bars to the lowest and highest)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -162,7 +164,7 @@ def plot(runs: dict[str, list[dict[str, Any]]], path: Path, title: str) -> Path:
         rows = runs[method]
         end = min(r["curve_minutes"][-1] for r in rows)
         grid = np.linspace(min(r["curve_minutes"][0] for r in rows), end, 60)
-        curves = np.array([np.interp(grid, r["curve_minutes"], smooth(r["curve_success"])) for r in rows])
+        curves = np.array([np.interp(grid, r["curve_minutes"], smooth(r["curve_success"], SMOOTHING)) for r in rows])
         label = f"{method} ({len(rows)} seed{'s' if len(rows) > 1 else ''})"
         axes.plot(grid, curves.mean(axis=0), color=colour, label=label)
         if len(rows) > 1:
