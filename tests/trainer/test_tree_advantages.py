@@ -9,7 +9,7 @@ import torch
 from trl_env.episode import Episode, Turn
 from trl_env.trainer import tree_advantages as tree_module
 from trl_env.trainer.advantages import EpisodeCredit, compute_advantages
-from trl_env.trainer.rollout_func import episodes_to_batch
+from trl_env.trainer.rollout_batch import episodes_to_batch
 from trl_env.trainer.turn_level_grpo import _credit
 
 # Each sample below: a path of segments, each [model token, env token] (2 tokens), e.g. a trunk turn then a

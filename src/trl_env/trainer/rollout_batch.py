@@ -1,0 +1,85 @@
+"""Episodes into the dict a TRL ``rollout_func`` returns, with the per-turn columns turn-level credit reads.
+
+Example:
+    >>> from trl_env.episode import Episode
+    >>> sorted(episodes_to_batch([Episode(seed="s", prompt_ids=[1], prompt_text="")], turn_end_id=2))[:3]
+    ['completion_ids', 'env_mask', 'env_reward']
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from trl_env.episode import Episode
+
+
+def state_key(prompt_text: str, turns: list[Any]) -> str:
+    """A short hash of an observation history: turns that start from equal histories share an anchor state.
+
+    Example:
+        >>> state_key("p", []) == state_key("p", []) != state_key("q", [])
+        True
+    """
+    digest = hashlib.blake2b(prompt_text.encode("utf-8"), digest_size=8)
+    for turn in turns:
+        digest.update(b"\x00" + turn.action.encode("utf-8") + b"\x01" + turn.observation.encode("utf-8"))
+    return digest.hexdigest()
+
+
+def episodes_to_batch(
+    episodes: list[Episode], turn_end_id: int, failure_reward: float | None = None
+) -> dict[str, list[Any]]:
+    """Turn episodes into the dict a TRL 1.16 ``rollout_func`` returns.
+
+    An episode with no completion tokens (its env failed at reset) gets one end-of-turn
+    token with mask 0, so it is a finished sample that trains nothing. A failed episode's
+    ``env_reward`` is None (unscorable) unless ``failure_reward`` is set. Per-turn columns for
+    turn-level credit (:mod:`trl_env.trainer.turn_level_grpo`): ``turn_rewards``, ``turn_spans``,
+    ``state_keys`` and ``failed``; for tree rollouts (mode ``"tree"``), ``tree_nodes`` and ``tree_branch_points``
+    (empty lists for plain episodes).
+
+    Example:
+        >>> batch = episodes_to_batch([Episode(seed="s", prompt_ids=[1], prompt_text="")], turn_end_id=2)
+        >>> batch["completion_ids"], batch["env_mask"]
+        ([[2]], [[0]])
+    """
+    batch: dict[str, list[Any]] = {
+        key: []
+        for key in (
+            "prompt_ids",
+            "completion_ids",
+            "logprobs",
+            "env_mask",
+            "env_reward",
+            "num_turns",
+            "transcript",
+            "turn_rewards",
+            "turn_spans",
+            "state_keys",
+            "failed",
+            "tree_nodes",
+            "tree_branch_points",
+        )
+    }
+    for episode in episodes:
+        if not episode.completion_ids:
+            episode.add_env_tokens([turn_end_id], "")
+        if not (len(episode.completion_ids) == len(episode.env_mask) == len(episode.logprobs)):
+            raise AssertionError(f"episode {episode.seed!r}: per-token lists differ in length")
+        batch["prompt_ids"].append(episode.prompt_ids)
+        batch["completion_ids"].append(episode.completion_ids)
+        batch["logprobs"].append(episode.logprobs)
+        batch["env_mask"].append(episode.env_mask)
+        batch["env_reward"].append(None if episode.failed and failure_reward is None else episode.reward)
+        batch["num_turns"].append(episode.num_turns)
+        batch["transcript"].append(episode.text)
+        batch["turn_rewards"].append([0.0 if t.reward is None else t.reward for t in episode.turns])
+        batch["turn_spans"].append([list(t.span) for t in episode.turns])
+        batch["state_keys"].append(
+            [state_key(episode.prompt_text, episode.turns[:i]) for i in range(episode.num_turns)]
+        )
+        batch["failed"].append(episode.failed)
+        batch["tree_nodes"].append(list(episode.tree_nodes))
+        batch["tree_branch_points"].append(list(episode.tree_branch_points))
+    return batch
