@@ -295,24 +295,3 @@ class EpisodeMemory(Protocol):
     """
 
     def end_episode(self, context: Sequence[int]) -> None: ...
-
-
-def metrics_of(env: object) -> dict[str, float] | None:
-    """The env's ``metrics()`` as a dict of floats, or None for an env without them.
-
-    Example:
-        >>> class Won:
-        ...     def metrics(self):
-        ...         return {"success": True, "guesses": 3}
-        >>> metrics_of(Won()), metrics_of(object())
-        ({'success': 1.0, 'guesses': 3.0}, None)
-    """
-    if not isinstance(env, ReportsMetrics):
-        return None
-    values = env.metrics()
-    if not isinstance(values, Mapping):
-        raise TypeError(f"{type(env).__name__}.metrics() returned {type(values).__name__}, expected a dict")
-    try:
-        return {str(name): float(value) for name, value in values.items()}
-    except (TypeError, ValueError) as error:
-        raise TypeError(f"{type(env).__name__}.metrics() must map names to numbers: {error}") from None

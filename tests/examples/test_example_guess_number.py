@@ -6,17 +6,9 @@ import pytest
 
 from examples.guess_number import GuessNumberEnv, heldout_seeds, train_seeds
 from examples.guess_number.env import secret_for_seed
+from tests.examples.episodes import play
 
 INVALID = "Invalid guess: answer with one number between 1 and 16."
-
-
-def play(seed: str, actions: list[str], **kwargs) -> tuple[GuessNumberEnv, list[str]]:
-    env, _ = GuessNumberEnv(**kwargs).reset(seed)
-    deltas = []
-    for action in actions:
-        env, delta = env.step(action)
-        deltas.append(delta)
-    return env, deltas
 
 
 def test_prompt_states_range_turns_and_answer_format():
@@ -43,20 +35,20 @@ def test_scripted_trajectory_feedback_counters_and_reward():
 
 
 def test_perfect_binary_search_scores_maximum():
-    env, deltas = play("13", ["8", "12", "14", "13"])
+    env, deltas = play(GuessNumberEnv(), "13", ["8", "12", "14", "13"])
     assert deltas == ["Higher than 8.", "Higher than 12.", "Lower than 14.", "Correct! The number is 13."]
     assert env.reward == 1.3 and env.alive is False
 
 
 def test_repeating_an_excluded_guess_is_inconsistent():
-    env, _ = play("11", ["8", "8"])
+    env, _ = play(GuessNumberEnv(), "11", ["8", "8"])
     assert (env.valid_guesses, env.consistent_guesses) == (2, 1)
-    env, _ = play("3", ["8", "9"])  # 9 is excluded by "Lower than 8."
+    env, _ = play(GuessNumberEnv(), "3", ["8", "9"])  # 9 is excluded by "Lower than 8."
     assert (env.valid_guesses, env.consistent_guesses) == (2, 1)
 
 
 def test_out_of_turns_without_solving():
-    env, deltas = play("16", ["1", "2"], max_turns=2)
+    env, deltas = play(GuessNumberEnv(max_turns=2), "16", ["1", "2"])
     assert deltas == ["Higher than 1.", "Higher than 2."]
     assert env.alive is False and not env.solved and env.reward == pytest.approx(0.1 + 0.2)
     env, delta = env.step("16")
@@ -65,7 +57,7 @@ def test_out_of_turns_without_solving():
 
 @pytest.mark.parametrize("action", ["", "   ", "abc", "eight", "0", "17", "-3", "9" * 5000, "+-", "１２"])
 def test_malformed_guesses_count_as_turns(action):
-    env, deltas = play("5", [action])
+    env, deltas = play(GuessNumberEnv(), "5", [action])
     assert deltas == [INVALID]
     assert (env.turns, env.valid_guesses, env.consistent_guesses) == (1, 0, 0)
     assert env.alive is True and env.reward == 0.0
@@ -76,7 +68,7 @@ def test_malformed_guesses_count_as_turns(action):
     [("8", 8), (" 8 \n", 8), ("My guess: 12", 12), ("8.5", 8), ("**10**", 10), ("+3", 3), ("guess-7", 7)],
 )
 def test_first_integer_is_the_guess(action, guess):
-    env, deltas = play("16", [action])
+    env, deltas = play(GuessNumberEnv(), "16", [action])
     assert deltas == [f"Higher than {guess}."] and env.valid_guesses == 1
 
 

@@ -6,16 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from examples.vault_doors import VaultDoorsEnv, door_for_seed
+from tests.examples.episodes import play
 from trl_env.core import Env
-
-
-def play(seed: str, actions: list[str]) -> tuple[VaultDoorsEnv, list[str]]:
-    env, _ = VaultDoorsEnv().reset(seed)
-    deltas = []
-    for action in actions:
-        env, delta = env.step(action)
-        deltas.append(delta)
-    return env, deltas
 
 
 def test_the_prompt_names_the_door_with_the_draught():
@@ -26,7 +18,7 @@ def test_the_prompt_names_the_door_with_the_draught():
 def test_a_wrong_or_missing_door_ends_the_episode_with_nothing():
     door = door_for_seed("train-0", 3)
     for first in (str(door % 3 + 1), "no idea", "7"):
-        env, deltas = play("train-0", [first, "4", str(door)])
+        env, deltas = play(VaultDoorsEnv(), "train-0", [first, "4", str(door)])
         assert deltas[1:] == ["The episode is over."] * 2
         assert "the vault cannot be reached" in deltas[0]
         assert (env.alive, env.reward) == (False, 0.0)
@@ -57,10 +49,10 @@ def test_seeds_spread_over_doors_and_codes_and_reset_clears():
     envs = [VaultDoorsEnv().reset(f"seed-{i}")[0] for i in range(60)]
     assert {e.door for e in envs} == {1, 2, 3} and len({e.code.secret for e in envs}) == 8
     env = VaultDoorsEnv()
-    first = play("seed-1", ["2", "5", "6"])[1]
+    first = play(VaultDoorsEnv(), "seed-1", ["2", "5", "6"])[1]
     env.reset("seed-9")
     env.step("1")
-    assert play("seed-1", ["2", "5", "6"])[1] == first
+    assert play(VaultDoorsEnv(), "seed-1", ["2", "5", "6"])[1] == first
 
 
 @settings(max_examples=60, deadline=None)

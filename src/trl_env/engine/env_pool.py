@@ -53,7 +53,8 @@ from trl_env.core import Env
 from trl_env.engine.env_backends import ProcessBackend, ThreadBackend, main_is_importable
 from trl_env.engine.env_types import EnvContractError, EnvFault, EnvReply
 from trl_env.engine.env_values import describe
-from trl_env.engine.pool_state import PoolState, Task
+from trl_env.engine.pool_state import PoolState
+from trl_env.engine.pool_worker import Task
 
 __all__ = ["EnvContractError", "EnvFault", "EnvPool", "EnvReply", "EnvSlot", "Isolation"]
 

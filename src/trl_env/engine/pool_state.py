@@ -1,9 +1,8 @@
-"""The env pool's bookkeeping: slots bound to workers, a queue of slots waiting, one driver thread per worker.
+"""The env pool's bookkeeping: slots bound to workers, and a queue of slots waiting for a free one.
 
-Each worker has a daemon *driver* thread that takes its slot's calls in order and runs them one
-at a time on its backend (thread or process), so a call's deadline starts when the worker starts
-it. A lost worker (timeout, crash) is dropped and a fresh backend starts for the next call; the
-lost slot is unbound at once so that a queued slot can take the worker.
+Each worker (:class:`trl_env.engine.pool_worker.PoolWorker`) runs its slot's calls in order on its own
+backend. A lost worker (timeout, crash) gets a fresh backend for its next call, and the lost slot is
+unbound at once so that a queued slot can take the worker.
 
 The public face is :class:`trl_env.engine.env_pool.EnvPool`; this module holds no env code.
 """
@@ -11,34 +10,20 @@ The public face is :class:`trl_env.engine.env_pool.EnvPool`; this module holds n
 from __future__ import annotations
 
 import atexit
-import logging
-import queue
 import threading
 import time
 import weakref
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
-from dataclasses import dataclass
 from typing import Any
 
-from trl_env.engine.env_backends import WorkerLost
-from trl_env.engine.env_types import EnvContractError, EnvFault, reply
+from trl_env.engine.env_types import EnvFault
+from trl_env.engine.pool_worker import PoolWorker, Task
 
-logger = logging.getLogger("trl_env.engine.env_pool")
 CLOSE_GRACE_S = 1.0  # how long close() lets idle workers run their envs' close()
 _LIVE: weakref.WeakSet[PoolState] = weakref.WeakSet()
 _atexit_registered = False
-
-
-@dataclass
-class Task:
-    """One call on a slot: ``op`` is "reset", "step", "fork", "adopt" or "release"."""
-
-    op: str
-    arg: Any
-    slot: Any
-    future: Future
 
 
 class PoolState:
@@ -57,8 +42,8 @@ class PoolState:
         self.outstanding: set[Future] = set()
         self.pending: deque[Any] = deque()
         self.slots_made = 0
-        self.workers = [_Worker(self, index) for index in range(workers)]
-        self.free: deque[_Worker] = deque(self.workers)
+        self.workers = [PoolWorker(self, index) for index in range(workers)]
+        self.free: deque[PoolWorker] = deque(self.workers)
         _register(self)
 
     def reset(self, make_slot: Callable[[int], Any], seed: str) -> tuple[Any, Future]:
@@ -162,13 +147,13 @@ class PoolState:
         self.outstanding.add(future)
         return future
 
-    def _bind(self, worker: _Worker, slot: Any) -> None:
+    def _bind(self, worker: PoolWorker, slot: Any) -> None:
         worker.slot, slot._worker = slot, worker
         for task in slot._backlog:
             worker.tasks.put(task)
         slot._backlog = []
 
-    def unbind(self, worker: _Worker) -> None:
+    def unbind(self, worker: PoolWorker) -> None:
         """The worker's episode is over (released, or env lost): give it to the next queued slot."""
         with self.lock:
             if worker.slot is not None:
@@ -214,83 +199,6 @@ class PoolState:
             backend.kill(reap=False)
         for backend in backends:
             backend.reap()
-
-
-class _Worker:
-    """One worker: a task queue, a daemon driver thread and (started lazily) its backend."""
-
-    def __init__(self, pool: PoolState, index: int) -> None:
-        self.pool = pool
-        self.tasks: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
-        self.backend: Any = None
-        self.slot: Any = None
-        self.busy = False
-        threading.Thread(target=self._drive, daemon=True, name=f"trl-env-pool-{index}").start()
-
-    def _drive(self) -> None:
-        while (task := self.tasks.get()) is not None:
-            self._run(task)
-
-    def _run(self, task: Task) -> None:
-        pool = self.pool
-        if task.slot._fault is not None:  # a call queued behind the one that lost the env
-            pool.resolve(task.future, None if task.op == "release" else task.slot._fault)
-            return
-        with pool.lock:
-            if pool.closed:
-                return
-            self.busy = True
-        try:
-            outcome = self._call(task)
-        except WorkerLost as lost:
-            if not pool.closed:
-                self._lose(task, EnvFault(lost.kind, lost.message))
-            return
-        except BaseException as error:  # the pool's own failure (e.g. no process could start): tell the caller
-            pool.resolve(task.future, error=error)
-            if task.op == "release":
-                pool.unbind(self)
-            return
-        finally:
-            with pool.lock:
-                self.busy = False
-        self._deliver(task, outcome)
-
-    def _call(self, task: Task) -> tuple[Any, ...]:
-        """Start the backend if needed (not charged to the deadline), then run the call on it."""
-        if self.backend is None:
-            backend = self.pool.new_backend()
-            with self.pool.lock:
-                if self.pool.closed:
-                    backend.kill()
-                    raise WorkerLost("crash", "pool closed")
-                self.backend = backend
-        return self.backend.call(task.op, task.arg, self.pool.timeout)
-
-    def _lose(self, task: Task, fault: Any) -> None:
-        """Timeout or crash: kill/abandon the backend (a fresh one starts for the next call), free the worker."""
-        backend, self.backend = self.backend, None
-        if backend is not None:
-            backend.kill()
-        with self.pool.lock:
-            task.slot._fault = fault  # before unbind(): a later step() on the slot answers with it at once
-        self.pool.resolve(task.future, None if task.op == "release" else fault)
-        self.pool.unbind(self)
-
-    def _deliver(self, task: Task, outcome: tuple[Any, ...]) -> None:
-        pool = self.pool
-        if outcome[0] == "contract":
-            pool.resolve(task.future, error=EnvContractError(outcome[1]))
-        elif outcome[0] == "released":
-            if outcome[2] is not None:
-                logger.warning("%s", outcome[2])
-            pool.resolve(task.future, outcome[1])
-        elif outcome[0] == "forked":  # the copy, for the new slot's "adopt" (PoolState._adopt)
-            pool.resolve(task.future, outcome[1])
-        else:
-            pool.resolve(task.future, reply(outcome))
-        if task.op == "release":
-            pool.unbind(self)
 
 
 def _done(result: Any) -> Future:

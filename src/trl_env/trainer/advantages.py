@@ -61,6 +61,7 @@ from typing import Literal
 
 import torch
 
+from trl_env.trainer.credit_checks import check_credit_samples
 from trl_env.trainer.tree_advantages import tree_token_advantages
 
 AdvantageMode = Literal["episode", "turn", "anchor", "tree"]
@@ -241,7 +242,7 @@ def compute_advantages(
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}; got {mode!r}")
-    width = _validate(samples, num_generations, width)
+    width = check_credit_samples(samples, num_generations, width)
     if mode == "turn":
         per_turn = turn_advantages(samples, num_generations, gamma=gamma, scale=scale)
     else:
@@ -276,32 +277,3 @@ def _groups(samples: Sequence[EpisodeCredit], num_generations: int) -> list[list
 def _std(values: list[float]) -> float:
     mean = sum(values) / len(values)
     return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-
-
-def _validate(samples: Sequence[EpisodeCredit], num_generations: int, width: int | None) -> int:
-    """Check the samples' shapes; returns the tensor width. Failed samples' turn data is not read."""
-    if num_generations < 1 or len(samples) % num_generations:
-        raise ValueError(f"{len(samples)} samples do not split into groups of num_generations={num_generations}")
-    longest = max((s.completion_length for s in samples), default=0)
-    width = longest if width is None else width
-    if longest > width:
-        raise ValueError(f"a completion_length of {longest} does not fit width {width}")
-    for index, s in enumerate(samples):
-        if s.failed:
-            continue
-        if not (len(s.turn_rewards) == len(s.turn_spans) == len(s.state_keys)):
-            raise ValueError(
-                f"sample {index}: turn_rewards, turn_spans and state_keys differ in length "
-                f"({len(s.turn_rewards)}, {len(s.turn_spans)}, {len(s.state_keys)})"
-            )
-        if not all(math.isfinite(float(r)) for r in s.turn_rewards):
-            raise ValueError(f"sample {index}: turn_rewards must be finite; got {list(s.turn_rewards)}")
-        previous_end = 0
-        for t, (start, end) in enumerate(s.turn_spans):
-            if not (previous_end <= start <= end <= s.completion_length):
-                raise ValueError(
-                    f"sample {index}, turn {t}: span [{start}, {end}) must be ordered, non-overlapping and within "
-                    f"the completion (length {s.completion_length}, previous turn ends at {previous_end})"
-                )
-            previous_end = end
-    return width
