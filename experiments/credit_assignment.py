@@ -23,6 +23,10 @@ Example:
     ['--advantage', 'tree', '--tree', '1,2x2']
     >>> smooth([0.0, 1.0, 0.5, 0.5], window=2)
     [0.0, 0.5, 0.75, 0.5]
+    >>> first_reach([0.0, 1.0, 0.5, 0.5], [1.0, 2.0, 3.0, 4.0], level=0.7, window=2)   # step 3, at 3 minutes
+    (3, 3.0)
+    >>> first_reach([1.0, 0.0, 0.0], [1.0, 2.0, 3.0], level=0.9, window=2)   # a full window is needed first
+    (None, None)
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ RUNS = ROOT / "outputs" / "experiments" / "credit_assignment"  # one folder per 
 RESULT = ROOT / "experiments" / "out" / "credit_assignment_{task}.json"
 PLOT = ROOT / "docs" / "credit_assignment_{task}.png"
 SMOOTHING = 6  # steps in the curves' running mean: a step's 2 secrets make its own success rate very noisy
+REACH = 0.5  # the training success rate whose first crossing the table reports (steps and minutes to reach it)
 TITLES = {
     "guess": "guess-the-number 1..16",
     "doors": "vault doors (a wrong first answer ends the episode)",
@@ -96,6 +101,18 @@ def smooth(values: list[float], window: int = 3) -> list[float]:
     return [statistics.fmean(values[max(0, i - window + 1) : i + 1]) for i in range(len(values))]
 
 
+def first_reach(
+    success: list[float], minutes: list[float], level: float = REACH, window: int = SMOOTHING
+) -> tuple[int | None, float | None]:
+    """(step, training minutes) at which the running mean of the last ``window`` steps' training success first
+    reaches ``level``; (None, None) if it never does. Only full windows count, so one lucky early step (2
+    secrets) cannot reach it alone."""
+    for index in range(window - 1, len(success)):
+        if statistics.fmean(success[index - window + 1 : index + 1]) >= level:
+            return index + 1, minutes[index]
+    return None, None
+
+
 def training_curve(history: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
     """(training minutes at the end of each step, that step's training-episode success rate)."""
     minutes, success, elapsed = [], [], 0.0
@@ -115,6 +132,7 @@ def collect(folder: Path = RUNS) -> dict[str, list[dict[str, Any]]]:
         summary = json.loads(summary_path.read_text())
         history = json.loads((summary_path.parent / "log_history.json").read_text())
         minutes, success = training_curve(history)
+        reach_step, reach_minutes = first_reach(success, minutes)
         runs.setdefault(method, []).append(
             {
                 "seed": int(seed),
@@ -125,16 +143,25 @@ def collect(folder: Path = RUNS) -> dict[str, list[dict[str, Any]]]:
                 "train_minutes": summary["train_seconds"] / 60,
                 "curve_minutes": minutes,
                 "curve_success": success,
+                "reach_level": REACH,
+                "reach_step": reach_step,
+                "reach_minutes": reach_minutes,
             }
         )
     return runs
 
 
+def _or_dash(value: float | None, form: str) -> str:
+    return "-" if value is None else form.format(value)
+
+
 def table(runs: dict[str, list[dict[str, Any]]]) -> str:
-    """Markdown table: held-out success mean, spread and per seed, steps in the budget."""
+    """Markdown table: held-out success after the same training minutes (mean, spread, per seed), steps in the
+    budget, and per seed the step and minute at which training success first reached ``REACH`` (- if never)."""
     lines = [
-        "| method | seeds | held-out success, mean ± sd | per seed | steps | mean turns |",
-        "|---|---|---|---|---|---|",
+        f"| method | seeds | held-out success, mean ± sd | per seed | steps | mean turns | "
+        f"steps to {REACH:.0%} | minutes to {REACH:.0%} |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for method in sorted(runs, key=lambda m: -statistics.fmean(r["heldout_success"] for r in runs[m])):
         rows = sorted(runs[method], key=lambda r: r["seed"])
@@ -143,7 +170,9 @@ def table(runs: dict[str, list[dict[str, Any]]]) -> str:
         lines.append(
             f"| {method} | {len(rows)} | {statistics.fmean(values):.3f}{spread} | "
             f"{', '.join(f'{v:.3f}' for v in values)} | {', '.join(str(r['steps']) for r in rows)} | "
-            f"{statistics.fmean(r['heldout_turns'] for r in rows):.2f} |"
+            f"{statistics.fmean(r['heldout_turns'] for r in rows):.2f} | "
+            f"{', '.join(_or_dash(r['reach_step'], '{}') for r in rows)} | "
+            f"{', '.join(_or_dash(r['reach_minutes'], '{:.1f}') for r in rows)} |"
         )
     return "\n".join(lines)
 
