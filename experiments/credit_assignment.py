@@ -211,7 +211,7 @@ def plot(runs: dict[str, list[dict[str, Any]]], path: Path, title: str) -> Path:
     axes.set_ylabel("success rate")
     axes.set_title(f"{title}, SmolLM2-135M\ntraining episodes (lines), held-out after training (squares)", fontsize=10)
     axes.set_ylim(0, 1)
-    axes.legend(loc="lower right", fontsize=8)
+    axes.legend(loc="best", fontsize=8)  # where it hides the fewest points
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=120)
