@@ -14,17 +14,25 @@ from typing import Any
 from trl_env.episode import Episode
 
 
-def state_key(prompt_text: str, turns: list[Any]) -> str:
-    """A short hash of an observation history: turns that start from equal histories share an anchor state.
+def state_keys(prompt_text: str, turns: list[Any]) -> list[str]:
+    """The anchor state each turn starts from: a short hash of the observation history before it.
+
+    Turns that start from equal histories share a key. One digest is carried along the turns, so an
+    episode of ``n`` turns hashes its history once, not ``n`` times.
 
     Example:
-        >>> state_key("p", []) == state_key("p", []) != state_key("q", [])
-        True
+        >>> from types import SimpleNamespace
+        >>> turns = [SimpleNamespace(action="4", observation="Higher."), SimpleNamespace(action="6", observation="")]
+        >>> keys = state_keys("p", turns)
+        >>> len(keys), keys[0] != keys[1], keys == state_keys("p", turns), keys[0] != state_keys("q", turns)[0]
+        (2, True, True, True)
     """
     digest = hashlib.blake2b(prompt_text.encode("utf-8"), digest_size=8)
+    keys = []
     for turn in turns:
+        keys.append(digest.hexdigest())  # hexdigest() leaves the digest open for the next turn
         digest.update(b"\x00" + turn.action.encode("utf-8") + b"\x01" + turn.observation.encode("utf-8"))
-    return digest.hexdigest()
+    return keys
 
 
 def episodes_to_batch(
@@ -76,9 +84,7 @@ def episodes_to_batch(
         batch["transcript"].append(episode.text)
         batch["turn_rewards"].append([0.0 if t.reward is None else t.reward for t in episode.turns])
         batch["turn_spans"].append([list(t.span) for t in episode.turns])
-        batch["state_keys"].append(
-            [state_key(episode.prompt_text, episode.turns[:i]) for i in range(episode.num_turns)]
-        )
+        batch["state_keys"].append(state_keys(episode.prompt_text, episode.turns))
         batch["failed"].append(episode.failed)
         batch["tree_nodes"].append(list(episode.tree_nodes))
         batch["tree_branch_points"].append(list(episode.tree_branch_points))
