@@ -7,6 +7,7 @@ import functools
 import gc
 import importlib
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.engine.hostile_envs import Handover, Hostile, Plain, events, not_an_env, raising_factory
+from trl_env.engine.env_backends import ProcessBackend, WorkerLost
 from trl_env.engine.env_pool import EnvContractError, EnvFault, EnvPool, EnvReply
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -196,11 +198,26 @@ def test_a_forgotten_pool_is_closed_when_garbage_collected():
     slot, _ = pool.reset("hang")
     while pool._state.workers[0].backend is None:
         time.sleep(0.01)
-    process = pool._state.workers[0].backend.process
+    backend = pool._state.workers[0].backend
     del pool, slot
     gc.collect()
-    process.join(5.0)
-    assert process.exitcode == -signal.SIGKILL
+    assert backend.exit_code(5.0) == -signal.SIGKILL
+
+
+def test_a_killed_worker_reports_sigkill_to_every_thread_that_asks():
+    # Process.join from two threads at once reads the forkserver's exit-code pipe twice: one gets EOF and
+    # reports 255 (in 1 to 3 rounds of 4 before exit_code() serialised the polls; a clean CI run failed on it).
+    for _ in range(12):
+        backend = ProcessBackend(pickle.dumps(Hostile), reuse=False)
+        with ThreadPoolExecutor(5) as threads:
+            lost = threads.submit(backend.call, "reset", "hang", None)
+            codes = [threads.submit(backend.exit_code, 10.0) for _ in range(4)]
+            time.sleep(0.05)
+            backend.kill(reap=False)
+            assert [code.result() for code in codes] == [-signal.SIGKILL] * 4
+            with pytest.raises(WorkerLost, match=r"exit code -9 \(SIGKILL\) during reset"):
+                lost.result()
+        backend.reap()
 
 
 def test_slots_of_other_pools_or_released_ones_are_refused():

@@ -45,6 +45,11 @@ from trl_env.engine.env_worker import EnvHost, Outcome, child_main, thread_main
 
 START_METHOD = "forkserver"
 _KILLED = ("killed",)
+# multiprocessing's Popen.poll is not thread-safe for forkserver children: the exit code arrives as 8 bytes on
+# a pipe, and a second thread polling at the same moment reads EOF and records 255 instead. The pool's closing
+# thread, a worker's driver thread and Process.start() (which polls every child) can all poll at once, so each
+# poll and start of ours holds this lock.
+_POLL_LOCK = threading.Lock()
 
 
 class WorkerLost(Exception):
@@ -121,7 +126,8 @@ class ProcessBackend:
         self.process = context.Process(
             target=child_main, args=(child_conn, factory_bytes, reuse), daemon=False, name="trl-env-worker"
         )
-        self.process.start()
+        with _POLL_LOCK:
+            self.process.start()
         child_conn.close()  # so that the pipe reads EOF when the child dies
         # Wait until the child has loaded the factory (importing its module can take seconds): start-up is
         # never charged to a call's deadline. A child that dies while loading is found by the first call.
@@ -148,8 +154,7 @@ class ProcessBackend:
         raise self._died(op)
 
     def _died(self, op: str) -> WorkerLost:
-        self.process.join(1.0)
-        code = self.process.exitcode
+        code = self.exit_code(1.0)
         name = f" ({signal.Signals(-code).name})" if code is not None and -code in signal.valid_signals() else ""
         return WorkerLost("crash", f"worker died with exit code {code}{name} during {op}")
 
@@ -166,15 +171,25 @@ class ProcessBackend:
 
     def kill(self, *, reap: bool = True) -> None:
         """SIGKILL the child (no-op when it is gone) and, unless ``reap=False``, wait for it."""
-        if self.process.exitcode is None:
+        if self.exit_code() is None:
             self.process.kill()
         if reap:
             self.reap()
 
     def reap(self) -> None:
         """Wait (2 s at most) for the killed child to be gone and free the pipe."""
-        self.process.join(2.0)
+        self.exit_code(2.0)
         self._conn.close()
+
+    def exit_code(self, timeout: float = 0.0) -> int | None:
+        """The child's exit code (``-N``: killed by signal N) after waiting ``timeout`` s at most; None while it runs.
+
+        Safe to call from several threads at once, unlike ``Process.join``/``Process.exitcode`` (see ``_POLL_LOCK``).
+        """
+        if timeout > 0:
+            wait([self.process.sentinel], timeout)
+        with _POLL_LOCK:
+            return self.process.exitcode
 
 
 def process_context(method: str = START_METHOD) -> Any:
