@@ -270,6 +270,11 @@ HANG_THEN_RETURN = """
 """
 
 
+CTRL_C_HANDLER = """
+    import signal
+    signal.signal(signal.SIGINT, signal.default_int_handler)"""
+
+
 def test_a_process_whose_calls_hang_forever_exits_promptly():
     child = _python(HANG_THEN_RETURN)
     pids = [int(pid) for pid in child.stdout.readline().split()]
@@ -286,7 +291,10 @@ def test_a_process_whose_calls_hang_forever_exits_promptly():
 
 
 def test_ctrl_c_stops_the_parent_and_the_workers_stay_quiet(tmp_path):
-    script = HANG_THEN_RETURN.replace("print(time.time(), flush=True)", "futures[-1].result()")
+    # A job started in the background by a shell (`nohup ... &`, as CI may be) inherits SIGINT ignored, and Python
+    # then leaves it ignored: the parent would never see the Ctrl-C. A terminal's foreground process has Python's
+    # own handler, so the script installs it first.
+    script = CTRL_C_HANDLER + HANG_THEN_RETURN.replace("print(time.time(), flush=True)", "futures[-1].result()")
     # stderr goes to a file, read once the parent has exited: the forkserver inherits the parent's pipes and
     # may hold them open a little longer, and what is tested is the parent's exit, not the server's
     with (tmp_path / "stderr").open("w") as stderr_file:
