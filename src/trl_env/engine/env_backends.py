@@ -10,9 +10,10 @@ Process workers start with the ``forkserver`` method: the server process imports
 single-threaded, and every worker is forked from it in milliseconds. ``spawn`` would re-import
 trl-env (torch, transformers: seconds) in every worker, and ``fork`` copies a parent whose torch
 and driver threads may hold locks at the moment of the fork (see benchmarks/env_isolation.py).
-As with any multiprocessing start method but fork, each worker re-imports the main script (as
-``__mp_main__``; Python 3.11's forkserver does not preload it), so a script needs the usual
-``if __name__ == "__main__":`` guard, and its top-level imports are paid per worker start.
+Workers never import the user's script: multiprocessing (every start method but fork) would make each
+child re-import the parent's ``__main__`` (re-running an unguarded script, and paying a guarded one's
+top-level imports of torch and transformers per worker), and an env factory sent to a worker never needs it
+(:func:`~trl_env.engine.isolation.pickle_for_worker` refuses one that does).
 
 Example:
     >>> class Echo:
@@ -29,12 +30,12 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import multiprocessing.spawn
 import multiprocessing.util  # noqa: F401  (its atexit hook must be registered before the pool's)
-import os
 import queue
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -50,6 +51,40 @@ _KILLED = ("killed",)
 # thread, a worker's driver thread and Process.start() (which polls every child) can all poll at once, so each
 # poll and start of ours holds this lock.
 _POLL_LOCK = threading.Lock()
+
+# Set while this thread starts one of our workers: the preparation data multiprocessing sends that child then
+# leaves out the parent's main module, so the child never imports the user's script (see the module docstring).
+_STARTING_WORKER = threading.local()
+_MAIN_KEYS = ("init_main_from_path", "init_main_from_name")
+
+
+# the stdlib's function (unwrapped, should this module be imported twice, e.g. reloaded)
+_ORIGINAL_PREPARATION_DATA: Callable[[str], dict] = getattr(
+    multiprocessing.spawn.get_preparation_data, "__wrapped__", multiprocessing.spawn.get_preparation_data
+)
+
+
+def _preparation_data_without_main(name: str) -> dict:
+    data = _ORIGINAL_PREPARATION_DATA(name)
+    if getattr(_STARTING_WORKER, "active", False):
+        for key in _MAIN_KEYS:
+            data.pop(key, None)
+    return data
+
+
+# multiprocessing has no public hook for what a child imports before it unpickles its target, so we wrap the one
+# function that decides it; the wrapper changes nothing for any process but the workers started below.
+_preparation_data_without_main.__wrapped__ = _ORIGINAL_PREPARATION_DATA  # type: ignore[attr-defined]
+multiprocessing.spawn.get_preparation_data = _preparation_data_without_main
+
+
+@contextlib.contextmanager
+def _starting_worker():
+    _STARTING_WORKER.active = True
+    try:
+        yield
+    finally:
+        _STARTING_WORKER.active = False
 
 
 class WorkerLost(Exception):
@@ -126,7 +161,7 @@ class ProcessBackend:
         self.process = context.Process(
             target=child_main, args=(child_conn, factory_bytes, reuse), daemon=False, name="trl-env-worker"
         )
-        with _POLL_LOCK:
+        with _POLL_LOCK, _starting_worker():
             self.process.start()
         child_conn.close()  # so that the pipe reads EOF when the child dies
         # Wait until the child has loaded the factory (importing its module can take seconds): start-up is
@@ -205,13 +240,7 @@ def process_context(method: str = START_METHOD) -> Any:
 
         server = forkserver._forkserver  # private, but the only way to extend (not replace) the preload list
         if getattr(server, "_forkserver_pid", 1) is None:  # not started yet: the list still matters
-            modules = list(getattr(server, "_preload_modules", ["__main__"]))
-            if __name__ not in modules:
-                context.set_forkserver_preload([*modules, __name__])
+            # "__main__" (the default entry) out: a server that preloads it would run the user's script itself
+            modules = [name for name in getattr(server, "_preload_modules", []) if name not in ("__main__", __name__)]
+            context.set_forkserver_preload([*modules, __name__])
     return context
-
-
-def main_is_importable() -> bool:
-    """Whether a child can import ``__main__`` (False for ``python -c``, stdin, a REPL or a notebook)."""
-    path = getattr(sys.modules.get("__main__"), "__file__", None)
-    return bool(path) and os.path.exists(path)

@@ -43,16 +43,15 @@ Example:
 from __future__ import annotations
 
 import math
-import pickle
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Literal
 
 from trl_env.core import Env
-from trl_env.engine.env_backends import ProcessBackend, ThreadBackend, main_is_importable
+from trl_env.engine.env_backends import ProcessBackend, ThreadBackend
 from trl_env.engine.env_types import EnvContractError, EnvFault, EnvReply
-from trl_env.engine.env_values import describe
+from trl_env.engine.isolation import pickle_for_worker
 from trl_env.engine.pool_state import PoolState
 from trl_env.engine.pool_worker import Task
 
@@ -120,7 +119,7 @@ class EnvPool:
             raise ValueError(f"EnvPool timeout must be a positive number of seconds or None, got {timeout!r}")
         self.isolation, self.workers, self.timeout, self.reuse_envs = isolation, workers, timeout, reuse_envs
         if isolation == "process":
-            data = _pickle_factory(env_factory)
+            data = pickle_for_worker(env_factory)
             backend: Callable[[], Any] = lambda: ProcessBackend(data, reuse=reuse_envs)  # noqa: E731
         else:
             backend = lambda: ThreadBackend(env_factory, reuse=reuse_envs)  # noqa: E731
@@ -229,20 +228,3 @@ class EnvPool:
             raise ValueError(f"{slot!r} is not a slot of this EnvPool")
         if slot._released:
             raise ValueError(f"{slot!r} was released; reset() a new one")
-
-
-def _pickle_factory(factory: Callable[[], Any]) -> bytes:
-    """``pickle.dumps(factory)``, or a TypeError that says how to make it sendable to a child process."""
-    name = getattr(factory, "__qualname__", None) or repr(factory)
-    advice = (
-        "define it (the env class or factory function) at module level in an importable module, or pass "
-        "functools.partial(module_level_function, ...); or use isolation='thread'"
-    )
-    try:
-        data = pickle.dumps(factory)
-    except Exception as error:
-        message = f"isolation='process' needs a picklable env_factory, but {name} is not ({describe(error)}): {advice}"
-        raise TypeError(message) from error
-    if b"__main__" in data and not main_is_importable():
-        raise TypeError(f"env_factory {name} lives in __main__ of an interactive session or `python -c`: {advice}")
-    return data
