@@ -1,0 +1,178 @@
+"""The docs cannot rot: every ``trl_env.…`` name they write exists, and every relative link points to a file.
+
+Names are collected from the package's source text (docstrings, comments and messages: anything a reader sees)
+and from ``README.md`` and ``docs/*.md``. A name resolves when its longest importable module prefix imports and
+``getattr`` finds the rest. Links are Markdown links and images; an anchor (``page.md#section``) must match a
+heading of the Markdown file it points to.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "trl_env"
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+# ``trl_env`` then dotted identifiers; not preceded by a letter, a digit, ``_`` or ``.`` (so ``my_trl_env.x`` and
+# ``a.trl_env.x`` are not names), and a sentence's final dot is not part of the name.
+NAME = re.compile(r"(?<![\w.])trl_env(?:\.[A-Za-z_]\w*)+")
+# What follows a name that makes its last part a pattern, not a name: ``trl_env.adapters.*``,
+# ``trl_env.chat.tool_*``, ``trl_env.{module}``, ``trl_env.cli.<command>``.
+PATTERN_AFTER = re.compile(r"[*{<]")
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+def dotted_names(text: str) -> set[str]:
+    """Every ``trl_env.…`` name written in ``text``; a wildcard's fixed part stands for the wildcard.
+
+    Args:
+        text: Markdown or Python source.
+
+    Returns:
+        The dotted names, e.g. ``{"trl_env.core.Env", "trl_env.adapters"}`` for
+        ``"see `trl_env.core.Env`, and trl_env.adapters.* (all)."``.
+    """
+    names = set()
+    for match in NAME.finditer(text):
+        name = match.group(0)
+        if PATTERN_AFTER.match(text, match.end()):  # ``tool_*``: the last part is a pattern, keep what is fixed
+            name = name.rsplit(".", 1)[0]
+        if name != "trl_env":
+            names.add(name)
+    return names
+
+
+def resolves(name: str) -> bool:
+    """Whether ``name`` is a module, or an attribute reached from its longest importable module prefix.
+
+    Args:
+        name: A dotted name such as ``trl_env.engine.config.RolloutConfig.max_turns``.
+
+    Returns:
+        True when the module imports and every later part is found with ``getattr``.
+    """
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            value = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError as error:
+            if error.name is not None and not ".".join(parts[:cut]).startswith(error.name):
+                raise  # the module exists but one of its own imports is missing: a real failure, not a stale name
+            continue
+        for attribute in parts[cut:]:
+            if attribute in getattr(value, "__dataclass_fields__", {}):
+                value = value.__dataclass_fields__[attribute]  # a field without a default is no class attribute
+                continue
+            try:
+                value = getattr(value, attribute)
+            except AttributeError:
+                return False
+        return True
+    return False
+
+
+def written_names() -> dict[str, list[str]]:
+    """Each dotted name in the package's source and the docs, with the files that write it."""
+    where: dict[str, list[str]] = {}
+    for path in [*sorted(SRC.rglob("*.py")), *DOCS]:
+        for name in dotted_names(path.read_text()):
+            where.setdefault(name, []).append(str(path.relative_to(ROOT)))
+    return where
+
+
+def github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"`|\*\*?|_(?=\W)|(?<=\W)_", "", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    """Every heading anchor of a Markdown file (outside code blocks), with GitHub's ``-1``, ``-2`` for repeats."""
+    seen: dict[str, int] = {}
+    found = set()
+    in_code = False
+    for line in path.read_text().splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+        elif not in_code and (heading := re.match(r"#{1,6}\s+(.*)", line)):
+            anchor = github_anchor(heading.group(1))
+            count = seen.get(anchor, 0)
+            seen[anchor] = count + 1
+            found.add(anchor if count == 0 else f"{anchor}-{count}")
+    return found
+
+
+def relative_links(path: Path) -> list[str]:
+    """The relative link targets of a Markdown file (not web addresses, not inside code blocks or spans)."""
+    text = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)
+    text = re.sub(r"`[^`\n]*`", "", text)
+    return [link for link in LINK.findall(text) if not re.match(r"[a-z][a-z+.-]*:", link)]
+
+
+def test_the_name_extraction_ignores_punctuation_code_spans_and_wildcards():
+    text = (
+        "Use `trl_env.core.Env`. See trl_env.engine.config.RolloutConfig, trl_env.adapters.* and "
+        "trl_env.chat.tool_* and ``trl_env.cli.<command>``; my_trl_env.x is not one (trl_env.episode)."
+    )
+    assert dotted_names(text) == {
+        "trl_env.core.Env",
+        "trl_env.engine.config.RolloutConfig",
+        "trl_env.adapters",
+        "trl_env.chat",
+        "trl_env.cli",
+        "trl_env.episode",
+    }
+
+
+def test_the_resolver_tells_real_names_from_stale_ones():
+    assert resolves("trl_env.core.Env")
+    assert resolves("trl_env.evaluate")  # a lazy top-level name
+    assert resolves("trl_env.engine.config.RolloutConfig.max_turns")
+    assert not resolves("trl_env.additivity")
+    assert not resolves("trl_env.core.NoSuchProtocol")
+
+
+def test_the_anchor_of_a_heading_is_githubs():
+    assert github_anchor("Seeing what the model saw: `trl-env view`") == "seeing-what-the-model-saw-trl-env-view"
+    assert github_anchor("1. `TransformersGenerator`: sampling") == "1-transformersgenerator-sampling"
+
+
+def test_every_trl_env_name_in_the_docs_and_docstrings_resolves():
+    stale = {name: files for name, files in sorted(written_names().items()) if not resolves(name)}
+    assert not stale, "names that no longer exist (fix the text, or the name moved):\n" + "\n".join(
+        f"  {name}  in {', '.join(files)}" for name, files in stale.items()
+    )
+
+
+def broken_links(page: Path) -> list[str]:
+    """The relative links of ``page`` whose file, or whose heading in a Markdown file, does not exist."""
+    broken = []
+    for link in relative_links(page):
+        target, _, anchor = link.partition("#")
+        file = (page.parent / target).resolve() if target else page
+        if not file.exists():
+            broken.append(f"{link} (no such file)")
+        elif anchor and file.suffix == ".md" and anchor not in anchors(file):
+            broken.append(f"{link} (no heading #{anchor} in {file.name})")
+    return broken
+
+
+def test_a_missing_file_or_heading_is_a_broken_link(tmp_path):
+    (tmp_path / "other.md").write_text("# Other page\n\n## A `code` section\n")
+    page = tmp_path / "page.md"
+    page.write_text(
+        "[ok](other.md) [ok](other.md#a-code-section) ![ok](other.md) [web](https://x.org/y.md) `[no](code.md)`\n"
+        "[gone](missing.md) [bad anchor](other.md#nowhere) [here](#page)\n\n# Page\n"
+    )
+    assert broken_links(page) == ["missing.md (no such file)", "other.md#nowhere (no heading #nowhere in other.md)"]
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_relative_link_points_to_a_file(page):
+    broken = broken_links(page)
+    assert not broken, f"broken links in {page.relative_to(ROOT)}: " + ", ".join(broken)
