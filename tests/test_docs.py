@@ -176,3 +176,15 @@ def test_a_missing_file_or_heading_is_a_broken_link(tmp_path):
 def test_every_relative_link_points_to_a_file(page):
     broken = broken_links(page)
     assert not broken, f"broken links in {page.relative_to(ROOT)}: " + ", ".join(broken)
+
+
+def test_the_architecture_tree_names_every_module_and_only_real_ones():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    tree = re.search(r"```\nsrc/trl_env/\n(.*?)```", text, re.S).group(1)
+    files = {path.name for path in SRC.rglob("*.py") if path.name not in ("__init__.py", "__main__.py")}
+    named = set(re.findall(r"\b(\w+\.py)\b", tree))
+    assert not files - named, f"docs/architecture.md's tree does not name {sorted(files - named)}"
+    assert not named - files, f"docs/architecture.md's tree names files that do not exist: {sorted(named - files)}"
+    packages = {path.name for path in SRC.iterdir() if (path / "__init__.py").exists()}
+    listed = set(re.findall(r"^  (\w+)/", tree, re.M))
+    assert packages == listed, f"subpackages {sorted(packages)}, the tree lists {sorted(listed)}"
