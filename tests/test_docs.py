@@ -188,3 +188,12 @@ def test_the_architecture_tree_names_every_module_and_only_real_ones():
     packages = {path.name for path in SRC.iterdir() if (path / "__init__.py").exists()}
     listed = set(re.findall(r"^  (\w+)/", tree, re.M))
     assert packages == listed, f"subpackages {sorted(packages)}, the tree lists {sorted(listed)}"
+
+
+def test_the_readme_module_table_names_every_subpackage_and_top_level_module():
+    text = (ROOT / "README.md").read_text()
+    table = re.search(r"\| module \| concept \|\n\|---\|---\|\n((?:\|.*\n?)+)", text).group(1)
+    named = set(re.findall(r"`(\w+(?:\.py|/))`", "\n".join(row.split(" | ")[0] for row in table.splitlines())))
+    real = {f"{path.name}/" for path in SRC.iterdir() if (path / "__init__.py").exists()}
+    real |= {path.name for path in SRC.glob("*.py") if path.name != "__init__.py"}
+    assert named == real, f"README's module table names {sorted(named)}; the package has {sorted(real)}"
