@@ -197,3 +197,74 @@ def test_the_readme_module_table_names_every_subpackage_and_top_level_module():
     real = {f"{path.name}/" for path in SRC.iterdir() if (path / "__init__.py").exists()}
     real |= {path.name for path in SRC.glob("*.py") if path.name != "__init__.py"}
     assert named == real, f"README's module table names {sorted(named)}; the package has {sorted(real)}"
+
+
+# Project folders a path written in the docs may start from; other paths (``vllm/v1/...``) are other projects'.
+PROJECT_DIRS = ("src", "tests", "benchmarks", "examples", "experiments", "scripts", "demo", "configs", "docs")
+PATH_SPAN = re.compile(r"`([\w./-]+\.(?:py|md|yaml|sh|png|json|toml))(?:::(\w+)[^`]*)?`")
+TEST_SPAN = re.compile(r"`(test_\w+)(?:\[[^`]*\])?`")
+
+
+def code_spans_outside_blocks(text: str) -> str:
+    """``text`` without its fenced code blocks (commands there may name files the reader creates)."""
+    return re.sub(r"```.*?```", "", text, flags=re.S)
+
+
+def missing_paths_and_tests(page: Path) -> list[str]:
+    """Files and test functions a page names in code spans that do not exist.
+
+    A path counts when it starts at a project folder, is a test file (``engine/test_env_pool.py``, under
+    ``tests/``) or starts at a ``trl_env`` subpackage (``chat/tool_check.py``). ``FILE::test_name`` must define
+    ``test_name``; a bare ``test_name`` must be defined in some test file.
+
+    Args:
+        page: a Markdown file.
+
+    Returns:
+        One line per missing file or test.
+    """
+    text = code_spans_outside_blocks(page.read_text())
+    packages = {path.name for path in SRC.iterdir() if (path / "__init__.py").exists()}
+    tests = ROOT / "tests"
+    missing = []
+    for path, test in PATH_SPAN.findall(text):
+        first = path.split("/")[0]
+        if first in PROJECT_DIRS:
+            file = ROOT / path
+        elif Path(path).name.startswith("test_") and path.endswith(".py"):
+            file = tests / path  # ``engine/test_env_pool.py``: the tests mirror the package's folders
+        elif first in packages or first == "trl_env":
+            file = SRC / path.removeprefix("trl_env/")
+        else:
+            continue
+        if not file.exists():
+            missing.append(f"{path} (no such file)")
+        elif test and not re.search(rf"^(?:async )?def {test}\(", file.read_text(), re.M):
+            missing.append(f"{path}::{test} (no such test)")
+    defined = "\n".join(path.read_text() for path in tests.rglob("test_*.py"))
+    for test in TEST_SPAN.findall(text):
+        if not re.search(rf"^(?:async )?def {test}\(", defined, re.M):
+            missing.append(f"{test} (no such test)")
+    return missing
+
+
+def test_a_missing_file_or_test_is_reported(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "`tests/test_docs.py::test_a_missing_file_or_test_is_reported` `docs/design.md` `chat/tool_check.py`\n"
+        "`vllm/v1/sample.py` `test_docs.py::test_the_anchor_of_a_heading_is_githubs[x]`\n"
+        "`tests/no_such.py` `test_docs.py::test_nothing_here` `test_not_defined_anywhere` `chat/gone.py`\n"
+        "```\npython gone_too.py\n```\n"
+    )
+    assert missing_paths_and_tests(page) == [
+        "tests/no_such.py (no such file)",
+        "test_docs.py::test_nothing_here (no such test)",
+        "chat/gone.py (no such file)",
+        "test_not_defined_anywhere (no such test)",
+    ]
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_file_and_test_a_page_names_exists(page):
+    missing = missing_paths_and_tests(page)
+    assert not missing, f"{page.relative_to(ROOT)} names what does not exist: " + ", ".join(missing)
