@@ -50,7 +50,7 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 SYSTEM_PROMPT = ""  # empty: the chat template's own default system prompt
 ANSWER_PREFIX = "My guess:"  # opens every assistant turn (prefilled): the model continues with a number
 ENV_KWARGS = {"low": 1, "high": 16, "max_turns": 5}
-# the demo's credit assignment: chosen by experiments/credit_assignment.py (README, "Turn-level credit")
+# the demo's credit assignment: chosen by experiments/credit_assignment.py (docs/credit_assignment.md)
 DEMO_ADVANTAGE, DEMO_TREE, SMOKE_TREE = "episode", None, "1x2"
 # the demo's task, and one where the first turn decides whether success is possible (the credit comparison)
 TASKS = {

@@ -1,4 +1,4 @@
-"""Save a PNG of a transcript page (``trl-env view``) as headless Chromium shows it, for the README.
+"""Save a PNG of a transcript page (``trl-env view``) as headless Chromium shows it, for docs/viewer.md.
 
 Run: python scripts/screenshot_page.py outputs/demo/transcripts.html docs/viewer.png [--select N]
 """

@@ -1,4 +1,4 @@
-"""A processor defined by its :class:`~trl_env.chat_chunks.ChatChunks` and thinking markers.
+"""A processor defined by its :class:`~trl_env.chat.chunks.ChatChunks` and thinking markers.
 
 Both the automatic :class:`~trl_env.chat.template_processor.ChatTemplateProcessor` and the
 hand-written presets in :mod:`trl_env.chat.presets` are ``ChunkedProcessor`` objects. Besides the

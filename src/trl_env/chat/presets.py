@@ -1,6 +1,6 @@
 """Hand-written processors for chat formats the automatic path cannot chunk.
 
-The automatic :class:`~trl_env.chat_template_processor.ChatTemplateProcessor` refuses a
+The automatic :class:`~trl_env.chat.template_processor.ChatTemplateProcessor` refuses a
 template whose generation prompt is not re-rendered in the conversation history (for
 example Qwen3 with ``enable_thinking=False`` prefills an empty ``<think></think>`` block
 that history turns never show, and DeepSeek-R1 prefills ``<think>\\n``). These presets fix

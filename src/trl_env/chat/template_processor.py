@@ -100,7 +100,7 @@ def derive_chunks(tokenizer: PreTrainedTokenizerBase, template_kwargs: dict[str,
         raise ChunkingError(
             f"the generation prompt {generation_suffix!r} is not re-rendered in the history "
             f"(history shows {history_generation!r} before an assistant message), so a multi-turn sequence "
-            "cannot be built from per-turn chunks; use a preset from trl_env.presets "
+            "cannot be built from per-turn chunks; use a preset from trl_env.chat.presets "
             "(e.g. preset('qwen3_nothink'), preset('deepseek_r1'))"
         )
     if last_suffix != generation_suffix:

@@ -61,7 +61,7 @@ def parse_choice(choice: dict[str, Any]) -> tuple[list[int], list[float]]:
 
 
 class OpenAIServerGenerator:
-    """A :class:`~trl_env.generator.Generator` over a vLLM OpenAI-compatible server.
+    """A :class:`~trl_env.core.Generator` over a vLLM OpenAI-compatible server.
 
     ``base_url`` is the server root (``http://host:port``, with or without ``/v1``);
     ``model`` defaults to the first model the server lists. ``top_k=None`` disables top-k.

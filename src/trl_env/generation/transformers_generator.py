@@ -74,7 +74,7 @@ def extra_logits_processing(generation_config: object) -> list[str]:
 
 
 class TransformersGenerator:
-    """A :class:`~trl_env.generator.Generator` over a transformers causal LM."""
+    """A :class:`~trl_env.core.Generator` over a transformers causal LM."""
 
     def __init__(
         self,

@@ -66,7 +66,7 @@ def shutdown_llm(llm: Any) -> None:
 
 
 class VLLMGenerator:
-    """A :class:`~trl_env.generator.Generator` over an in-process ``vllm.LLM``.
+    """A :class:`~trl_env.core.Generator` over an in-process ``vllm.LLM``.
 
     ``top_k=None`` (or 0) disables top-k. ``stop_token_ids`` defaults to the tokenizer's EOS.
     """

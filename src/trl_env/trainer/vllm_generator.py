@@ -2,7 +2,7 @@
 
 Each turn, the contexts of all live episodes go to TRL's ``VLLMGeneration.generate`` in one
 call, with that turn's ``max_tokens``, the trainer's EOS ids as stop tokens and the sampled
-token's logprob (see :func:`trl_env.trl_compat.vllm_generate_tokens`). TRL syncs the weights
+token's logprob (see :func:`trl_env.trainer.trl_compat.vllm_generate_tokens`). TRL syncs the weights
 before calling the ``rollout_func``, so nothing is synced here.
 
 The collective-call rule. In server mode (and colocate mode with tensor parallelism) TRL's
@@ -54,7 +54,7 @@ def max_over_processes(accelerator: Any, values: list[int]) -> list[int]:
 
 
 class TrainerVLLMGenerator:
-    """A :class:`~trl_env.generator.Generator` over a ``GRPOTrainer``'s vLLM (colocate or server mode).
+    """A :class:`~trl_env.core.Generator` over a ``GRPOTrainer``'s vLLM (colocate or server mode).
 
     ``accelerator`` and ``handle`` default to the trainer's; tests pass stand-ins.
     """
