@@ -6,6 +6,9 @@
    measured in a subprocess (median of 3), next to a process that only imports trl-env.
 3. Per-call overhead on an instant env: process vs thread isolation vs a direct call (us per call).
 4. Process worker start-up (start + first reset) for forkserver, spawn and fork.
+5. A training script written as users write them (torch, transformers and trl imported at the top, the env in
+   a module of its own, guarded by ``if __name__ == "__main__":`` or not): rollout seconds of 32 episodes x 4
+   turns on the tiny model, 16 workers (the default), under process and thread isolation.
 
 Run: python benchmarks/env_isolation.py [--quick]
 """
@@ -120,10 +123,64 @@ def exit_seconds(args: list[str], repeats: int) -> tuple[float, float]:
     return statistics.median(exits), statistics.median(all_gone)
 
 
+USER_ENV = """
+class Countdown:
+    def reset(self, seed):
+        self.reward, self.alive, self.next = 0.0, True, int(seed)
+        return self, f"Count down from {seed}, one number per turn."
+
+    def step(self, action):
+        self.reward += action.strip() == str(self.next)
+        self.next -= 1
+        self.alive = self.next > 0
+        return self, "Next." if self.alive else "Done."
+"""
+
+USER_SCRIPT = """
+import sys
+import time
+
+import torch
+import transformers  # noqa: F401
+import trl  # noqa: F401
+from countdown_env import Countdown
+
+from trl_env import ChatTemplateProcessor, TransformersGenerator, rollout
+from trl_env.testing import build_qwen3_tokenizer, build_tiny_qwen3_model
+
+def main():
+    torch.manual_seed(0)
+    tokenizer = build_qwen3_tokenizer(sys.argv[2])
+    generator = TransformersGenerator(build_tiny_qwen3_model(tokenizer), tokenizer)
+    start = time.perf_counter()
+    episodes = rollout(Countdown, ["4"] * 32, generator, ChatTemplateProcessor(tokenizer), env_isolation=sys.argv[1],
+                       max_turns=4, max_turn_tokens=8, max_completion_tokens=200)
+    print(time.perf_counter() - start, sum(e.failed for e in episodes), flush=True)
+"""
+
+
+def user_script_seconds(isolation: str, guarded: bool, tokenizer_cache: Path) -> tuple[float, int]:
+    """(rollout seconds, failed episodes) of the user-style script, run as ``python train.py``."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "countdown_env.py").write_text(USER_ENV)
+        body = USER_SCRIPT + ('\nif __name__ == "__main__":\n    main()\n' if guarded else "\nmain()\n")
+        (Path(folder) / "train.py").write_text(body)
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+        result = subprocess.run(
+            [sys.executable, "train.py", isolation, str(tokenizer_cache)],
+            cwd=folder, env=env, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+    seconds, failed = result.stdout.split()[-2:]
+    return float(seconds), int(failed)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer episodes, calls and starts")
     parser.add_argument("--child", choices=["hang", "import"], help=argparse.SUPPRESS)
+    parser.add_argument("--user-script-only", action="store_true", help="only measure 5 (the user-style script)")
     args = parser.parse_args()
     episodes, turns, calls, starts = (16, 2, 300, 3) if args.quick else (32, 4, 3000, 6)
     if args.child:  # the subprocess of the exit-time measurement
@@ -134,6 +191,14 @@ def main() -> None:
         else:
             import trl_env.engine.env_pool  # noqa: F401
         print(time.time(), flush=True)
+        return
+    cache = Path(os.environ.get("TRL_ENV_TEST_CACHE", ROOT / ".cache")) / "qwen3-tokenizer"
+    print("| user-style script, 32 episodes x 4 turns | process: s (failed) | thread: s (failed) |\n|---|---|---|")
+    for guarded in (False, True):
+        cells = [user_script_seconds(mode, guarded, cache) for mode in ("process", "thread")]
+        text = " | ".join(f"{seconds:.1f} ({failed})" for seconds, failed in cells)
+        print(f"| {'guarded' if guarded else 'unguarded'} | {text} |", flush=True)
+    if args.user_script_only:
         return
 
     print("| start method | first worker (s) | next workers (s, median) |\n|---|---|---|")
