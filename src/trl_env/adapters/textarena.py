@@ -28,11 +28,9 @@ Example:
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib
 import math
 import random
-import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -40,10 +38,23 @@ from typing import Any
 import textarena
 from textarena.envs.registration import ENV_REGISTRY
 
-from trl_env.adapters.seeds import resolve, seed_index
+from trl_env.adapters.seeds import seed_index
+from trl_env.adapters.textarena_moves import game_class, legal_moves
+from trl_env.adapters.textarena_opponents import (
+    OPPONENTS,
+    LegalMovePolicy,
+    RandomLegalMove,
+    random_move_opponent,
+    resolve_opponent,
+)
+from trl_env.adapters.textarena_outcome import end_reason, game_over_line, has_win, success_of
+
+__all__ = [
+    "OFFLINE_SINGLE_PLAYER", "OFFLINE_TWO_PLAYER", "OPPONENTS", "LegalMovePolicy", "RandomLegalMove",
+    "TextArenaEnv", "random_move_opponent", "textarena_env",
+]  # fmt: skip
 
 _RANDOM_LOCK = threading.Lock()  # guards Python's global random while a game runs
-_QUOTED_MOVE = re.compile(r"'(\[[^\[\]']{1,40}\])'")
 GAME_ID = textarena.GAME_ID
 PLAYER_ACTION = textarena.ObservationType.PLAYER_ACTION
 
@@ -65,31 +76,6 @@ OFFLINE_TWO_PLAYER = [
     "UltimateTicTacToe-v0", "WildTicTacToe-v0", "LiarsDice-v0", "Poker-v0", "Snake-v0", "Surround-v0",
     "SantoriniBaseFixed-v0",
 ]  # fmt: skip
-
-
-def random_move_opponent(observation: str) -> str:
-    """A uniformly random move among the quoted ``'[move]'`` options in ``observation``, else ``"[0]"``.
-
-    The choice is a function of the observation text (a SHA-256 of it), so episodes stay
-    reproducible without any opponent state.
-
-    Args:
-        observation: what the opponent's seat saw since its last move.
-
-    Returns:
-        A move string such as ``"[4]"``.
-
-    Example:
-        >>> random_move_opponent("Available Moves: '[1]', '[2]'") in ("[1]", "[2]")
-        True
-        >>> random_move_opponent("no moves listed")
-        '[0]'
-    """
-    moves = _QUOTED_MOVE.findall(observation)
-    if not moves:
-        return "[0]"
-    digest = hashlib.sha256(observation.encode("utf-8")).digest()
-    return moves[int.from_bytes(digest[:8], "big") % len(moves)]
 
 
 def _make_game(game_id: str, env_kwargs: dict[str, Any], format_actions: bool) -> Any:
@@ -145,12 +131,16 @@ class TextArenaEnv:
             max_steps,
         )
         self.max_action_chars = max_action_chars
-        self.opponent = resolve(opponent, "textarena_env opponent") if opponent is not None else None
+        self.opponent = resolve_opponent(opponent) if opponent is not None else None
         self.num_players = num_players if num_players is not None else (1 if opponent is None else 2)
         self.env_kwargs = dict(env_kwargs or {})
         self.reward, self.alive, self.steps, self.truncated = 0.0, False, 0, False
+        self.success: bool | None = None
+        self.end_reason, self.invalid_move = "", False
         self._game: Any = None
         self._random_state: Any = None
+        self._seen: dict[int, str] = {}
+        self._latest = ""
 
     def _call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run a game call with this episode's own global-random state swapped in."""
@@ -171,7 +161,40 @@ class TextArenaEnv:
             if sender == pid and kind == PLAYER_ACTION:
                 continue  # the player knows its own move
             lines.append(str(message) if sender == GAME_ID else f"[{roles.get(sender, f'Player {sender}')}] {message}")
-        return "\n".join(lines)
+        text = "\n".join(lines)
+        self._seen[pid] = f"{self._seen.get(pid, '')}\n{text}"  # the seat's whole game, for its move candidates
+        self._latest = text
+        return text
+
+    @property
+    def game(self) -> Any:
+        """The TextArena game being played (None before :meth:`reset`)."""
+        return self._game
+
+    def legal_moves(self) -> list[str]:
+        """The legal moves of the model's seat in the current position (what the built-in opponent draws from).
+
+        Candidates are the game's own move lists and the bracketed moves its seat was shown during the game;
+        the game itself judges each (see :mod:`~trl_env.adapters.textarena_moves`).
+
+        Returns:
+            The legal moves, possibly empty; empty when the game is over.
+        """
+        if not self.alive:
+            return []
+        return self._call(legal_moves, self._game, self._latest, self._seen.get(self.player_id, ""))
+
+    def _opponent_move(self, pid: int, observation: str) -> str:
+        """The opponent's move; a :class:`LegalMovePolicy` chooses among the legal moves of the position."""
+        if not isinstance(self.opponent, LegalMovePolicy):
+            return str(self.opponent(observation))
+        moves = self._call(legal_moves, self._game, observation, self._seen.get(pid, ""))
+        if not moves:
+            raise RuntimeError(
+                f"{self.game_id}: the opponent (seat {pid}) found no legal move in this position; "
+                "pass your own opponent= for this game"
+            )
+        return str(self.opponent(observation, moves))
 
     def _advance(self, done: bool) -> str:
         """Let the opponent seats move until it is the model's turn or the game is over; the model's delta."""
@@ -181,19 +204,27 @@ class TextArenaEnv:
                 return self._render(pid, observations)
             if self.opponent is None:
                 raise RuntimeError(f"{self.game_id}: seat {pid} is to move but textarena_env got no opponent")
-            done, _ = self._call(self._game.step, str(self.opponent(self._render(pid, observations))))
-        rewards, _ = self._game.close()
+            move = self._opponent_move(pid, self._render(pid, observations))
+            done, _ = self._call(self._game.step, move)
+        rewards, game_info = self._game.close()
         leftover = self._game.state.observations.get(self.player_id, [])
         value = (rewards or {}).get(self.player_id, 0.0)
         self.reward = float(value) if isinstance(value, int | float) and math.isfinite(value) else -1.0
+        self.success = success_of(game_class(self._game), rewards, game_info, self.player_id)
+        self.end_reason = end_reason(game_info, self.player_id)
+        self.invalid_move = bool((game_info or {}).get(self.player_id, {}).get("invalid_move"))
         self.alive = False
-        return self._render(self.player_id, leftover)
+        delta = self._render(self.player_id, leftover)
+        why = game_over_line(self.end_reason, delta)  # the model and the transcript see why the game ended
+        return f"{delta}\n{why}" if delta and why else delta or why
 
     def reset(self, seed: str) -> tuple[TextArenaEnv, str]:
         """Start the game with the seed's integer; the model's first delta (after the opponents' moves)."""
         self._game = _make_game(self.game_id, self.env_kwargs, self.format_actions)
         self._random_state = None
+        self._seen = {}
         self.reward, self.alive, self.steps, self.truncated = 0.0, True, 0, False
+        self.success, self.end_reason, self.invalid_move = None, "", False
         self._call(self._game.reset, num_players=self.num_players, seed=seed_index(seed))
         return self, self._advance(False)
 
@@ -210,9 +241,14 @@ class TextArenaEnv:
         return self, delta
 
     def metrics(self) -> dict[str, float]:
-        """``win`` (reward > 0 at the end), ``steps`` the model played and ``truncated``."""
-        return {"win": float(not self.alive and self.reward > 0), "steps": float(self.steps),
-                "truncated": float(self.truncated)}  # fmt: skip
+        """``success`` (the game's own win, see :mod:`~trl_env.adapters.textarena_outcome`; absent for a game
+        without one), ``steps`` the model played, ``truncated`` and ``invalid_move`` (the model's seat lost
+        by invalid moves)."""
+        metrics = {"steps": float(self.steps), "truncated": float(self.truncated),
+                   "invalid_move": float(self.invalid_move)}  # fmt: skip
+        if self._game is None or has_win(game_class(self._game)):
+            metrics["success"] = float(bool(self.success) and not self.alive)
+        return metrics
 
     def close(self) -> None:
         """Drop the game."""

@@ -1,0 +1,79 @@
+"""Fixed opponents for two-player TextArena games.
+
+An opponent is either a plain callable ``observation -> move`` (your own policy: it sees only the
+text its seat was shown), or a :class:`LegalMovePolicy`, which the adapter also hands the legal moves
+of the current position (see :mod:`trl_env.adapters.textarena_moves`). :data:`random_move_opponent`
+is the built-in one; on the command line name it ``"random"``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from trl_env.adapters.seeds import resolve
+
+
+class LegalMovePolicy:
+    """An opponent that chooses among the legal moves of the current position, which the adapter computes."""
+
+    def __call__(self, observation: str, legal_moves: Sequence[str]) -> str:
+        """The move to play.
+
+        Args:
+            observation: what the seat saw since its last move.
+            legal_moves: the legal moves of the current position (never empty).
+
+        Returns:
+            One of ``legal_moves``.
+        """
+        raise NotImplementedError
+
+
+class RandomLegalMove(LegalMovePolicy):
+    """A uniformly random legal move, chosen by a SHA-256 of the observation (reproducible, no state).
+
+    Example:
+        >>> RandomLegalMove()("board", ["[1]", "[2]"]) in ("[1]", "[2]")
+        True
+    """
+
+    def __call__(self, observation: str, legal_moves: Sequence[str]) -> str:
+        digest = hashlib.sha256("\n".join([observation, *legal_moves]).encode("utf-8")).digest()
+        return legal_moves[int.from_bytes(digest[:8], "big") % len(legal_moves)]
+
+    def __repr__(self) -> str:
+        return "random_move_opponent"
+
+
+random_move_opponent = RandomLegalMove()
+
+# Names a CLI user can pass as ``"opponent"`` in --env-kwargs.
+OPPONENTS: dict[str, LegalMovePolicy] = {"random": random_move_opponent}
+
+
+def resolve_opponent(spec: Callable[..., str] | str) -> Callable[..., str]:
+    """The opponent ``spec`` names: a built-in name (``"random"``), a ``"module:function"`` string, or itself.
+
+    Args:
+        spec: an opponent, or its name.
+
+    Returns:
+        The opponent callable.
+
+    Example:
+        >>> resolve_opponent("random") is random_move_opponent
+        True
+    """
+    if isinstance(spec, str) and ":" not in spec:
+        if spec not in OPPONENTS:
+            raise ValueError(
+                f"textarena_env: unknown opponent {spec!r}; use one of {sorted(OPPONENTS)} "
+                "or a 'module:function' string naming your own"
+            )
+        return OPPONENTS[spec]
+    opponent: Any = resolve(spec, "textarena_env opponent")
+    if not callable(opponent):
+        raise ValueError(f"textarena_env: opponent {spec!r} is not callable")
+    return opponent
