@@ -24,7 +24,9 @@ from trl_env.adapters.textarena_opponents import LegalMovePolicy
 
 
 class CountingOpponent(LegalMovePolicy):
-    """The built-in opponent, counting the invalid-move notices the game sends its seat."""
+    """The built-in opponent, counting the invalid-move notices the game sends its seat; offered every game."""
+
+    games = None
 
     def __init__(self) -> None:
         self.notices, self.moves = 0, 0
@@ -81,7 +83,12 @@ def survey(game_id: str, games: int, max_steps: int) -> dict[str, object]:
         else:
             key = "success" if env.success else ("draw" if env.reward == 0 else "loss")
             counts[key] += 1
-    row.update(counts, opponent_moves=opponent.moves, illegal_moves=opponent.notices, seconds=round(time.perf_counter() - started, 1))
+    row.update(
+        counts,
+        opponent_moves=opponent.moves,
+        illegal_moves=opponent.notices,
+        seconds=round(time.perf_counter() - started, 1),
+    )
     bad = row["illegal_moves"] or counts["opponent_forfeits"] or counts["no_legal_move"]
     unproven = not opponent.moves or counts["model_no_legal_move"]  # the random "model" must reach the opponent
     row["status"] = "refused" if bad or unproven else "legal opponent"

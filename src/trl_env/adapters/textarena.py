@@ -1,12 +1,18 @@
 """TextArena adapter: single-player games, and two-player games against a fixed opponent policy.
 
-The trained model plays ``player_id``; every other seat is played by ``opponent``, a callable
-``str -> str`` that gets the text its seat observed since its last move and returns a move
-(or a ``"module:function"`` string naming one, for the CLI). :func:`random_move_opponent`
-plays a uniformly random move among those a board game lists as ``'[4]', '[5]'``.
+The trained model plays ``player_id``; every other seat is played by ``opponent``: ``"random"``
+(:data:`random_move_opponent`, a uniformly random *legal* move of the current position, judged by the
+game itself; the games it can play are listed in ``LEGAL_MOVE_GAMES``, others are refused when the env
+is made), your own callable ``str -> str`` that gets the text its seat observed since its last move,
+or a ``"module:function"`` string naming one (for the CLI). See :mod:`~trl_env.adapters.textarena_opponents`.
 
 Deltas are the game's own messages since the model's last move, one per line: game text
-as is, other players' moves as ``[Player 1] [4]`` (the model's own move is not echoed).
+as is, other players' moves as ``[Player 1] [4]`` (the model's own move is not echoed). The last
+delta ends with the game's reason for ending (``Game over: You fell into a hole! ...``) unless the
+game already said it.
+
+Metrics: ``success`` is the game's own outcome, not the reward (see
+:mod:`~trl_env.adapters.textarena_outcome`): the winner of a two-player game, the win message of a puzzle.
 
 Seeds: the game's integer seed is :func:`~trl_env.adapters.seeds.seed_index` of the seed.
 TextArena seeds Python's *global* ``random`` and draws from it during play, which threads
@@ -14,7 +20,7 @@ running many games would interleave; each env therefore keeps its own ``random``
 swaps it in around each game call under a lock, so an episode depends on its seed alone.
 
 Example:
-    >>> factory = textarena_env("TicTacToe-v0", opponent=random_move_opponent)
+    >>> factory = textarena_env("TicTacToe-v0", opponent="random")
     >>> env, delta = factory().reset("7")
     >>> print(delta.splitlines()[0])
     You are Player 0 in Tic Tac Toe.
@@ -41,17 +47,19 @@ from textarena.envs.registration import ENV_REGISTRY
 from trl_env.adapters.seeds import seed_index
 from trl_env.adapters.textarena_moves import game_class, legal_moves
 from trl_env.adapters.textarena_opponents import (
+    LEGAL_MOVE_GAMES,
     OPPONENTS,
     LegalMovePolicy,
     RandomLegalMove,
+    check_game,
     random_move_opponent,
     resolve_opponent,
 )
 from trl_env.adapters.textarena_outcome import end_reason, game_over_line, has_win, success_of
 
 __all__ = [
-    "OFFLINE_SINGLE_PLAYER", "OFFLINE_TWO_PLAYER", "OPPONENTS", "LegalMovePolicy", "RandomLegalMove",
-    "TextArenaEnv", "random_move_opponent", "textarena_env",
+    "LEGAL_MOVE_GAMES", "OFFLINE_SINGLE_PLAYER", "OFFLINE_TWO_PLAYER", "OPPONENTS", "LegalMovePolicy",
+    "RandomLegalMove", "TextArenaEnv", "random_move_opponent", "textarena_env",
 ]  # fmt: skip
 
 _RANDOM_LOCK = threading.Lock()  # guards Python's global random while a game runs
@@ -78,6 +86,12 @@ OFFLINE_TWO_PLAYER = [
 ]  # fmt: skip
 
 
+def _class_name(game_id: str) -> str:
+    """The class name of a registered game, e.g. ``"OthelloEnv"``."""
+    entry = ENV_REGISTRY[game_id].entry_point
+    return entry.rpartition(":")[2] if isinstance(entry, str) else entry.__name__
+
+
 def _make_game(game_id: str, env_kwargs: dict[str, Any], format_actions: bool) -> Any:
     """The game without TextArena's observation wrappers (they re-send the whole history every turn)."""
     spec = ENV_REGISTRY[game_id]
@@ -94,14 +108,15 @@ class TextArenaEnv:
 
     Reward: 0.0 until the game ends, then the game's reward for the model's seat: in 0.7.4 two-player
     games give +1 (win), 0 (draw) and -1 (loss or too many invalid moves); single-player ones give
-    a score, mostly in [-1, 1] (e.g. 2048: progress to the target tile; an invalid move: -1). A
-    non-numeric reward (some games in 0.7.4 store their error message there by mistake) counts as -1.
+    a score, mostly in [-1, 1] (e.g. 2048: progress to the target tile; an invalid move: -1), which is
+    why ``metrics()["success"]`` comes from the game's outcome instead. A non-numeric reward (some games
+    in 0.7.4 store their error message there by mistake) counts as -1.
     The episode also ends after ``max_steps`` model moves (reward 0.0, ``metrics()["truncated"]`` 1.0).
 
     Args:
         game_id: a TextArena id, e.g. ``"TicTacToe-v0"``.
-        opponent: ``None`` for single-player games, else a callable ``str -> str`` or a
-            ``"module:function"`` string.
+        opponent: ``None`` for single-player games, else ``"random"`` (a random legal move), a
+            :class:`LegalMovePolicy`, a callable ``str -> str`` or a ``"module:function"`` string.
         player_id: the model's seat.
         num_players: players in the game (default: 1 without an opponent, else 2).
         format_actions: wrap an action in ``[...]`` when it has no brackets (TextArena's
@@ -132,6 +147,8 @@ class TextArenaEnv:
         )
         self.max_action_chars = max_action_chars
         self.opponent = resolve_opponent(opponent) if opponent is not None else None
+        if self.opponent is not None and game_id in ENV_REGISTRY:
+            check_game(self.opponent, game_id, _class_name(game_id))
         self.num_players = num_players if num_players is not None else (1 if opponent is None else 2)
         self.env_kwargs = dict(env_kwargs or {})
         self.reward, self.alive, self.steps, self.truncated = 0.0, False, 0, False
@@ -282,7 +299,8 @@ def textarena_env(
         Traceback (most recent call last):
         ...
         ValueError: textarena_env('TicTacToe-v0'): the game rejects 1 player(s) (The number of players has to be 2, \
-received 1); pass opponent= for the other seats
+received 1); pass opponent= for the other seats: opponent="random" (a random legal move; on the command line \
+--env-kwargs '{"game_id": "TicTacToe-v0", "opponent": "random"}') or your own function
     """
     if game_id not in ENV_REGISTRY:
         close = [i for i in ENV_REGISTRY if i.lower().startswith(game_id.lower()[:4])][:5]
@@ -295,7 +313,12 @@ received 1); pass opponent= for the other seats
     try:  # one reset now, so that a game that needs a download or the wrong player count fails here
         env.reset("0")
     except (AssertionError, ValueError) as error:
-        hint = "; pass opponent= for the other seats" if opponent is None else ""
+        hint = (
+            f'; pass opponent= for the other seats: opponent="random" (a random legal move; on the command line '
+            f'--env-kwargs \'{{"game_id": "{game_id}", "opponent": "random"}}\') or your own function'
+            if opponent is None
+            else ""
+        )
         raise ValueError(
             f"textarena_env({game_id!r}): the game rejects {env.num_players} player(s) ({error}){hint}"
         ) from error

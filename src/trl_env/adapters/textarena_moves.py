@@ -1,6 +1,6 @@
 """Legal moves of a TextArena game's current position, judged by the game itself.
 
-Candidates come from the game's own state where it holds them (Nim's piles, Chess's board) and
+Candidates come from the game's own state where it holds them (Nim's piles) and
 otherwise from the bracketed moves in the text the seat to move was shown (``'[2, 3]'``, ``[4]``).
 Each candidate is then tried on a deep copy of the game; it is legal when the game takes it
 without flagging an invalid move. So a stale move list, an echoed move of the other player or a
@@ -56,12 +56,8 @@ def _nim_moves(game: Any) -> list[str]:
     return [f"[{index} {count}]" for index, size in enumerate(piles) for count in range(1, size + 1)]
 
 
-def _chess_moves(game: Any) -> list[str]:
-    return [f"[{move.uci()}]" for move in game.state.game_state["board"].legal_moves]
-
-
 # Games whose state holds the move space, by class name; every other game's candidates are read from the text.
-_FROM_STATE: dict[str, Callable[[Any], list[str]]] = {"NimEnv": _nim_moves, "ChessEnv": _chess_moves}
+_FROM_STATE: dict[str, Callable[[Any], list[str]]] = {"NimEnv": _nim_moves}
 
 
 def game_class(game: Any) -> str:
