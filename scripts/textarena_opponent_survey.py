@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import time
 from collections.abc import Sequence
 
@@ -65,11 +66,12 @@ def survey(game_id: str, games: int, max_steps: int) -> dict[str, object]:
     for index in range(games):
         try:
             env, delta = env.reset(str(index))
+            model = random.Random(index)  # its own generator: the game draws from the global one
             while env.alive:
                 moves = env.legal_moves()
                 if not moves:
                     counts["model_no_legal_move"] += 1
-                env, delta = env.step(moves[index % len(moves)] if moves else "[0]")
+                env, delta = env.step(model.choice(moves) if moves else "[0]")
         except RuntimeError as error:
             if "no legal move" not in str(error):
                 raise

@@ -127,8 +127,9 @@ def test_max_steps_ends_a_long_game():
 def test_bad_game_ids_and_seats_fail_clearly():
     with pytest.raises(ValueError, match="unknown game_id 'TicTacToe-v9'"):
         textarena_env("TicTacToe-v9")
-    with pytest.raises(ValueError, match="pass opponent="):
+    with pytest.raises(ValueError, match="pass opponent=") as error:
         textarena_env("TicTacToe-v0")
+    assert """--env-kwargs '{"game_id": "TicTacToe-v0", "opponent": "random"}'""" in str(error.value)  # for CLI users
     with pytest.raises(RuntimeError, match="cannot start here: LookupError"):  # needs an nltk download
         textarena_env("Wordle-v0")
     with pytest.raises(ValueError, match="player_id 2"):

@@ -10,6 +10,7 @@ prompt's example never counts: only what the game accepts in the position it is 
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 import random
 import re
@@ -84,8 +85,10 @@ def candidate_moves(game: Any, observation: str) -> tuple[list[str], list[str]]:
         return list(dict.fromkeys(from_state(_unwrapped(game)))), []
     listed = list(dict.fromkeys(_BRACKETED.findall(observation)))
     seen = set(listed)
-    variants = [move for found in listed for move in _expanded(found) if move not in seen]
-    return listed, list(dict.fromkeys(variants))
+    # Interleaved, so that every template has variants among the first _MAX_EXPANSION tried.
+    mixed = itertools.chain.from_iterable(itertools.zip_longest(*(_expanded(found)[1:] for found in listed)))
+    variants = [move for move in dict.fromkeys(mixed) if move is not None and move not in seen]
+    return listed, variants[:_MAX_EXPANSION]
 
 
 def is_legal(game: Any, move: str) -> bool:
