@@ -4,7 +4,8 @@ For each game class TextArena registers (one id per class), start it for two pla
 ``--games`` games with the built-in ``random_move_opponent`` against a "model" that also plays a random
 legal move, and count the opponent's illegal moves (the game's "attempted an invalid move" notice) and
 forfeits (the game ends with the opponent's ``invalid_move`` flag), the positions where it found no legal
-move, and how the games ended.
+move, the turns it never ended (200 moves in a row), and how the games ended. A game is "legal opponent"
+when none of those happened and both seats moved; else "refused" (the adapter refuses it up front).
 
 Usage:
     PYTHONPATH=src python scripts/textarena_opponent_survey.py --games 5 [--only Othello-v0,Nim-v0] [--json out.json]
@@ -61,7 +62,9 @@ def survey(game_id: str, games: int, max_steps: int) -> dict[str, object]:
     except Exception as error:  # noqa: BLE001 - the survey reports every reason a game cannot start
         row["status"] = f"cannot start: {type(error).__name__}: {str(error)[:80]}"
         return row
-    counts = dict(opponent_forfeits=0, no_legal_move=0, model_no_legal_move=0, success=0, loss=0, draw=0, cut=0)
+    counts = dict(
+        opponent_forfeits=0, no_legal_move=0, opponent_loops=0, model_no_legal_move=0, success=0, loss=0, draw=0, cut=0
+    )
     started = time.perf_counter()
     for index in range(games):
         try:
@@ -80,7 +83,9 @@ def survey(game_id: str, games: int, max_steps: int) -> dict[str, object]:
         opponent_seat = 1 - env.player_id
         info = env.game.state.game_info.get(opponent_seat, {})
         counts["opponent_forfeits"] += bool(info.get("invalid_move"))
-        if env.truncated:
+        if env.truncated and "the opponent made" in delta:
+            counts["opponent_loops"] += 1  # its turn never ended (a card game's endless draws)
+        elif env.truncated:
             counts["cut"] += 1
         else:
             key = "success" if env.success else ("draw" if env.reward == 0 else "loss")
@@ -91,7 +96,7 @@ def survey(game_id: str, games: int, max_steps: int) -> dict[str, object]:
         illegal_moves=opponent.notices,
         seconds=round(time.perf_counter() - started, 1),
     )
-    bad = row["illegal_moves"] or counts["opponent_forfeits"] or counts["no_legal_move"]
+    bad = row["illegal_moves"] or counts["opponent_forfeits"] or counts["no_legal_move"] or counts["opponent_loops"]
     unproven = not opponent.moves or counts["model_no_legal_move"]  # the random "model" must reach the opponent
     row["status"] = "refused" if bad or unproven else "legal opponent"
     return row

@@ -248,3 +248,19 @@ def test_the_readme_command_runs(tiny_model_dir, capsys):
     argv += ["--max-turns", "2", "--max-turn-tokens", "4", "--no-progress", "--json"]
     assert main(argv) == 0
     assert '"success_rate"' in capsys.readouterr().out
+
+
+class AnyGameOpponent(RandomLegalMove):
+    """The built-in opponent offered every game (as the survey does), to reach a game it is refused in."""
+
+    games = None
+
+
+def test_an_opponent_turn_that_never_ends_truncates_the_episode():
+    """In Spite and Malice a random legal opponent can draw forever: the episode stops instead of hanging."""
+    env, _ = TextArenaEnv("SpiteAndMalice-v0", opponent=AnyGameOpponent(), max_steps=40).reset("0")
+    model = random.Random(0)
+    while env.alive:
+        env, delta = env.step(model.choice(env.legal_moves()))
+    assert env.truncated and env.steps < 40 and delta == "The game was stopped: the opponent made 200 moves in a row."
+    assert env.metrics()["success"] == 0.0

@@ -62,6 +62,7 @@ __all__ = [
     "RandomLegalMove", "TextArenaEnv", "random_move_opponent", "textarena_env",
 ]  # fmt: skip
 
+MAX_OPPONENT_MOVES = 200  # between two model moves; then the episode is truncated
 _RANDOM_LOCK = threading.Lock()  # guards Python's global random while a game runs
 GAME_ID = textarena.GAME_ID
 PLAYER_ACTION = textarena.ObservationType.PLAYER_ACTION
@@ -111,7 +112,8 @@ class TextArenaEnv:
     a score, mostly in [-1, 1] (e.g. 2048: progress to the target tile; an invalid move: -1), which is
     why ``metrics()["success"]`` comes from the game's outcome instead. A non-numeric reward (some games
     in 0.7.4 store their error message there by mistake) counts as -1.
-    The episode also ends after ``max_steps`` model moves (reward 0.0, ``metrics()["truncated"]`` 1.0).
+    The episode also ends after ``max_steps`` model moves, or when the opponent makes ``MAX_OPPONENT_MOVES``
+    (200) moves in a row (reward 0.0, ``metrics()["truncated"]`` 1.0).
 
     Args:
         game_id: a TextArena id, e.g. ``"TicTacToe-v0"``.
@@ -215,14 +217,19 @@ class TextArenaEnv:
 
     def _advance(self, done: bool) -> str:
         """Let the opponent seats move until it is the model's turn or the game is over; the model's delta."""
+        opponent_moves = 0
         while not done:
             pid, observations = self._game.get_observation()
             if pid == self.player_id:
                 return self._render(pid, observations)
             if self.opponent is None:
                 raise RuntimeError(f"{self.game_id}: seat {pid} is to move but textarena_env got no opponent")
+            if opponent_moves >= MAX_OPPONENT_MOVES:  # a turn of many moves (a card game's draws) never handed back
+                self.alive, self.truncated = False, True
+                return f"The game was stopped: the opponent made {opponent_moves} moves in a row."
             move = self._opponent_move(pid, self._render(pid, observations))
             done, _ = self._call(self._game.step, move)
+            opponent_moves += 1
         rewards, game_info = self._game.close()
         leftover = self._game.state.observations.get(self.player_id, [])
         value = (rewards or {}).get(self.player_id, 0.0)
@@ -252,7 +259,7 @@ class TextArenaEnv:
         self.steps += 1
         done, _ = self._call(self._game.step, action[: self.max_action_chars])
         delta = self._advance(done)
-        if self.alive and self.steps >= self.max_steps:
+        if self.alive and self.steps >= self.max_steps:  # (alive: not already ended or stopped above)
             self.alive, self.truncated = False, True
             delta += f"\nThe game was stopped after {self.max_steps} moves."
         return self, delta

@@ -15,7 +15,8 @@ from typing import Any
 from trl_env.adapters.seeds import resolve
 
 # Game classes in which scripts/textarena_opponent_survey.py measured that the adapter finds the legal moves
-# of every position (no illegal move, no forfeit, no position without one, over seeded games; textarena 0.7.4).
+# of every position (no illegal move, no forfeit, no position without one, no endless turn, over seeded games;
+# textarena 0.7.4; the rows are in benchmarks/out/textarena_opponent_survey.json).
 LEGAL_MOVE_GAMES: frozenset[str] = frozenset(
     {
         "BattleshipEnv",
