@@ -6,7 +6,8 @@ the first free cell) plays the other. Training with it::
     factory = textarena_env("TicTacToe-v0", opponent=first_free_cell)
     rollout_func = make_rollout_func(factory, ...)
 
-and from the command line (the opponent named as ``module:function``)::
+and from the command line (the opponent named as ``module:function``, or ``"random"`` for the built-in
+random legal-move opponent)::
 
     trl-env train --env trl_env.adapters.textarena:textarena_env --env-kwargs \\
         '{"game_id": "TicTacToe-v0", "opponent": "examples.adapters.textarena_example:first_free_cell"}' ...
@@ -14,7 +15,7 @@ and from the command line (the opponent named as ``module:function``)::
 Example:
     >>> transcript = main()
     >>> print(transcript[-1])
-    reward 1.0, metrics {'win': 1.0, 'steps': 3.0, 'truncated': 0.0}
+    reward 1.0, metrics {'steps': 3.0, 'truncated': 0.0, 'invalid_move': 0.0, 'success': 1.0}
 """
 
 from __future__ import annotations

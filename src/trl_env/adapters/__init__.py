@@ -6,12 +6,14 @@ module-level class) that builds a fresh env. Use it with ``make_rollout_func(fac
 ``rollout(factory, ...)``, or from the command line, where the function's keyword arguments
 are ``--env-kwargs``::
 
-    trl-env eval --env trl_env.adapters.textarena:textarena_env --env-kwargs '{"game_id": "TicTacToe-v0"}'
+    trl-env eval --env trl_env.adapters.textarena:textarena_env \\
+        --env-kwargs '{"game_id": "TicTacToe-v0", "opponent": "random"}' --model DIR
 
 * :mod:`trl_env.adapters.reasoning_gym`: ``reasoning_gym_env(dataset, ...)``, a question and
   up to ``max_tries`` answers, scored by the dataset (``pip install reasoning-gym``).
 * :mod:`trl_env.adapters.textarena`: ``textarena_env(game_id, opponent=..., ...)``, TextArena
-  games, two-player ones against a fixed opponent policy (``pip install textarena``).
+  games, two-player ones against a fixed opponent policy (``"random"``: a random legal move)
+  (``pip install textarena``).
 * :mod:`trl_env.adapters.textworld`: ``textworld_env(...)``, text adventures generated and
   compiled locally with TextWorld's own tools (``pip install textworld``).
 * :mod:`trl_env.adapters.openenv`: ``openenv_env(base_url, ...)``, a client of a running
