@@ -161,3 +161,16 @@ def test_fuzz_engine_with_chaotic_envs(qwen3_tokenizer, plan, n, max_turns, budg
         assert (episode.stop_reason == "env_error") == (episode.error is not None)
         if episode.stop_reason == "env_error":
             assert episode.reward == -9.0
+
+
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_env_text_with_lone_surrogates_is_tokenized_with_replacement_characters(qwen3_tokenizer, isolation):
+    from tests.envs.basic import EchoesLoneSurrogates
+
+    engine = _engine(qwen3_tokenizer, max_turns=3, env_isolation=isolation)
+    episodes = engine.run(EchoesLoneSurrogates, ["a", "b"])
+    for episode in episodes:
+        assert not episode.failed and episode.num_turns == 3, episode.error
+        assert "start a \ufffd" in episode.prompt_text or "start b \ufffd" in episode.prompt_text
+        assert all(turn.observation.endswith("\ufffd end") for turn in episode.turns if turn.observation)
+        episode.check(qwen3_tokenizer)

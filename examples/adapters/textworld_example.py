@@ -13,7 +13,7 @@ and from the command line::
 Example:
     >>> import tempfile
     >>> print(main(cache_dir=tempfile.mkdtemp())[-1])
-    reward 1.0, won 1.0
+    reward 1.0, success 1.0
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def main(cache_dir: str | None = None, verbose: bool = False) -> list[str]:
     for command in commands:
         env, delta = env.step(command)
         lines += [f"model: {command}", f"env: {delta}"]
-    lines.append(f"reward {env.reward}, won {env.metrics()['won']}")
+    lines.append(f"reward {env.reward}, success {env.metrics()['success']}")
     if verbose:
         print("\n".join(lines))
     return lines

@@ -1,7 +1,9 @@
 """``Calculator``: a class in the shape TRL's ``GRPOTrainer(environment_factory=...)`` takes.
 
 Its public methods are the tools; ``reset`` gets the dataset row (its ``prompt`` is the question)
-and ``get_reward`` scores the episode. trl-env runs it unchanged through
+and ``get_reward`` scores the episode. The ``success`` property is not part of TRL's contract (TRL
+ignores it): trl-env reports it as the ``success`` metric that ``trl-env eval`` and the viewer count.
+trl-env runs it unchanged through
 :func:`trl_env.adapters.trl_environment.trl_environment`::
 
     make_rollout_func(trl_environment(Calculator), max_turns=4)
@@ -12,8 +14,8 @@ Example:
     >>> env = Calculator()
     >>> env.reset(prompt=[{"role": "user", "content": "What is 6 * 7 + 1?"}])
     ' Use the tools, then give the answer with answer().'
-    >>> env.multiply(6, 7), env.add(42, 1), env.answer(43), env.get_reward()
-    (42, 43, 'Correct.', 1.0)
+    >>> env.multiply(6, 7), env.add(42, 1), env.answer(43), env.get_reward(), env.success
+    (42, 43, 'Correct.', 1.0, True)
 """
 
 from __future__ import annotations
@@ -77,9 +79,14 @@ class Calculator:
         self.answered = value
         return "Correct." if value == self.target else "Wrong."
 
+    @property
+    def success(self) -> bool:
+        """Whether the correct answer was given."""
+        return self.answered is not None and self.answered == self.target
+
     def get_reward(self) -> float:
         """1.0 for a correct answer, else 0.0."""
-        return float(self.answered is not None and self.answered == self.target)
+        return float(self.success)
 
 
 def problems(count: int, seed: int = 0) -> list[str]:

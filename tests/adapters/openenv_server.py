@@ -24,6 +24,7 @@ class GuessObservation(Observation):
 
     text: str
     attempts: int = 0
+    success: bool = False  # the server's own verdict: the digit was guessed
 
 
 class GuessDigitEnvironment(Environment):
@@ -31,7 +32,8 @@ class GuessDigitEnvironment(Environment):
 
     Reward per step: 1.0 for the right guess (which ends the episode), 0.25 for one off by
     one, else 0.0. In an episode whose id starts with ``crash`` the whole server process exits
-    at the second step (a server dying mid-episode).
+    at the second step (a server dying mid-episode); in one whose id starts with ``echo`` the
+    server answers ``You said: <the message>`` (a chat server repeating the player's text).
     """
 
     SUPPORTS_CONCURRENT_SESSIONS = True
@@ -51,12 +53,14 @@ class GuessDigitEnvironment(Environment):
         self.attempts += 1
         if str(self._state.episode_id).startswith("crash") and self.attempts == 2:
             os._exit(1)
+        if str(self._state.episode_id).startswith("echo"):
+            return GuessObservation(text=f"You said: {action.message}", attempts=self.attempts, reward=0.0)
         guess = action.message.strip()
         right = guess == str(self.secret)
         close = guess.isdigit() and abs(int(guess) - self.secret) == 1
         text = "Right!" if right else f"No, not {action.message[:20]!r}."
         return GuessObservation(text=text, attempts=self.attempts, reward=1.0 if right else 0.25 if close else 0.0,
-                                done=right or self.attempts >= 4)  # fmt: skip
+                                done=right or self.attempts >= 4, success=right)  # fmt: skip
 
     @property
     def state(self) -> State:

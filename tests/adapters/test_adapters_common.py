@@ -16,6 +16,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::jericho.jericho.UnsupportedGame
 MODULES = [
     "trl_env.adapters",
     "trl_env.adapters.seeds",
+    "trl_env.adapters.actions",
     "trl_env.adapters.reasoning_gym",
     "trl_env.adapters.textarena",
     "trl_env.adapters.textworld",

@@ -95,7 +95,7 @@ def test_an_episode_through_the_server(server_url):
     env, delta = env.step("7")
     assert (delta, env.reward, env.alive) == ("Right!", 1.0, False)
     assert env._client is None  # the session was closed when the episode ended
-    assert env.metrics() == {"steps": 2.0, "last_reward": 1.0}
+    assert env.metrics() == {"steps": 2.0, "last_reward": 1.0, "success": 1.0}  # the server's own verdict
     env, delta = env.reset("train-2")  # a new session for the next episode
     assert delta.endswith("(episode train-2).") and env.alive
     env.close()
@@ -121,8 +121,36 @@ def test_rendering_and_action_builders(server_url):
     env, delta = openenv_env(server_url, render="attempts")().reset("1")
     assert delta == "0"
     env.close()
-    with pytest.raises(OpenEnvError, match=r"no field 'score' \(fields: \['attempts', 'text'\]\)"):
+    with pytest.raises(OpenEnvError, match=r"no field 'score' \(fields: \['attempts', 'success', 'text'\]\)"):
         openenv_env(server_url, render="score")().reset("1")
+
+
+def test_success_is_the_servers_verdict_never_the_reward(server_url):
+    env, _ = openenv_env(server_url)().reset("4")
+    for guess in "5555":  # off by one four times: reward 1.0 in all, the digit never guessed
+        env, _ = env.step(guess)
+    assert env.reward == 1.0 and not env.alive and env.metrics()["success"] == 0.0
+    env, _ = openenv_env(server_url, success_field="solved")().reset("4")
+    env, _ = env.step("4")
+    assert env.reward == 1.0 and "success" not in env.metrics()  # no such field: no success metric
+
+
+ODD_ACTIONS = {
+    "NUL": ("go\x00 north", "go north"),
+    "escape codes": ("\x1b[1mhello\x07", "[1mhello"),
+    "lone surrogate": ("hi \ud800", "hi \N{REPLACEMENT CHARACTER}"),
+    "surrogate pair": ("\ud83d\ude00", "\N{GRINNING FACE}"),
+    "very long": ("x" * 200_000, "x" * 200_000),
+}
+
+
+@pytest.mark.parametrize(("action", "received"), ODD_ACTIONS.values(), ids=ODD_ACTIONS.keys())
+def test_odd_actions_reach_the_server_as_valid_text(server_url, action, received):
+    env, _ = openenv_env(server_url)().reset("echo-1")  # the server answers "You said: <message>"
+    env, delta = env.step(action)
+    assert delta == f"You said: {received}" and env.alive
+    delta.encode("utf-8")  # the next turn tokenizes it: a lone surrogate there would stop the rollout
+    env.close()
 
 
 def test_a_server_error_raises_a_clear_exception(server_url):

@@ -65,6 +65,21 @@ def test_bad_options_fail_when_the_factory_is_made():
         reasoning_gym_env("basic_arithmetic", max_tries=0)
 
 
+@pytest.mark.parametrize(
+    ("typo", "suggestion"),
+    [
+        ("mazes", "'maze'"),
+        ("basic_arith", "'basic_arithmetic'"),
+        ("sudoko", "'sudoku' or 'sokoban'"),
+        ("Maze", "'maze'"),
+    ],
+)
+def test_an_unknown_dataset_suggests_the_closest_names(typo, suggestion):
+    with pytest.raises(ValueError, match=f"unknown dataset '{typo}'; did you mean {suggestion}\\? ") as raised:
+        reasoning_gym_env(typo)
+    assert "reasoning_gym.factory.DATASETS" in str(raised.value) and "'ab'" not in str(raised.value)
+
+
 @pytest.mark.parametrize("dataset", ["basic_arithmetic", "leg_counting", "prime_factorization", "word_sorting"])
 def test_check_env_passes(dataset):
     report = check_env(round_trip(reasoning_gym_env(dataset, size=50)))

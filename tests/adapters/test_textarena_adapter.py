@@ -264,3 +264,12 @@ def test_an_opponent_turn_that_never_ends_truncates_the_episode():
         env, delta = env.step(model.choice(env.legal_moves()))
     assert env.truncated and env.steps < 40 and delta == "The game was stopped: the opponent made 200 moves in a row."
     assert env.metrics()["success"] == 0.0
+
+
+@pytest.mark.parametrize("game_id", ["TicTacToe-v0", "SimpleNegotiation-v0", "IteratedPrisonersDilemma-v0"])
+def test_actions_with_lone_surrogates_and_control_characters_reach_the_game_cleaned(game_id):
+    """These games echo the move into the opponent's view; a lone surrogate there raised UnicodeEncodeError."""
+    env, _ = textarena_env(game_id, opponent="random")().reset("0")
+    env, delta = env.step("[4]\ud800\x00\x1b[31m")
+    assert isinstance(delta, str)
+    delta.encode("utf-8")  # valid text for the tokenizer

@@ -1,4 +1,4 @@
-"""TextWorld adapter: locally compiled games, the game cache, score rewards, check_env and a rollout."""
+"""TextWorld adapter: locally compiled games, the game cache, score rewards, odd actions, check_env and a rollout."""
 
 from __future__ import annotations
 
@@ -6,10 +6,14 @@ import json
 
 import pytest
 import textworld
+import torch
 from adapter_helpers import assert_episodes_ok, round_trip
 
+from trl_env import ChatTemplateProcessor, TransformersGenerator, rollout
 from trl_env.adapters.textworld import clean_feedback, game_file, textworld_env
 from trl_env.env_checker import check_env
+from trl_env.testing import build_tiny_qwen3_model
+from trl_env.testing.scripted_model import script_model
 
 OPTIONS = {"world_size": 3, "nb_objects": 5, "quest_length": 3}
 pytestmark = pytest.mark.filterwarnings("ignore::jericho.jericho.UnsupportedGameWarning")  # harmless, see the adapter
@@ -46,7 +50,7 @@ def test_the_walkthrough_wins_with_reward_one(factory, tw_cache):
         env, delta = env.step(command)
         rewards.append(env.reward)
     assert rewards[-1] == 1.0 and not env.alive and rewards == sorted(rewards)  # the score only grows
-    assert env.metrics()["won"] == 1.0 and env._game is None  # the interpreter was stopped at the end
+    assert env.metrics()["success"] == 1.0 and env._game is None  # the interpreter was stopped at the end
     assert env.step("look")[1] == "The game is over."
 
 
@@ -77,7 +81,43 @@ def test_max_steps_and_metrics(tw_cache):
     env, _ = env.step("look")
     assert env.alive
     env, _ = env.step("look")
-    assert not env.alive and env.metrics() == {"won": 0.0, "score": 0.0, "max_score": env.max_score, "steps": 2.0}
+    assert not env.alive and env.metrics() == {"success": 0.0, "score": 0.0, "max_score": env.max_score, "steps": 2.0}
+
+
+ODD_ACTIONS = {
+    "escape codes": "\x1b[31mlook\x1b[0m",
+    "other controls": "\x01\x7f\x9binventory\x08",
+    "lone surrogate": "look \ud800",
+    "surrogate pair": "\ud83d\ude00 look",
+    "very long": "look " + "x" * 20_000,
+    "multi-byte at the cut": "look " + "é" * 200,
+}
+
+
+@pytest.mark.parametrize("action", ODD_ACTIONS.values(), ids=ODD_ACTIONS.keys())
+def test_odd_actions_get_an_answer_and_the_game_goes_on(factory, action):
+    env, _ = factory().reset("0")
+    env, delta = env.step(action)
+    assert delta and env.alive and env.steps == 1
+    env, delta = env.step("inventory")
+    assert delta == "You are carrying nothing."
+
+
+@pytest.mark.parametrize("isolation", ["process", "thread"])
+def test_a_nul_byte_in_the_models_action_does_not_crash_the_interpreter(qwen3_tokenizer, factory, isolation):
+    # Byte-level vocabularies have a token for the NUL byte, so a sampling model can write one. frotz read
+    # the command as a C string ending at the NUL, never saw its newline and died of SIGSEGV (or SIGBUS):
+    # a lost worker under process isolation, the whole training run under thread isolation.
+    model = script_model(build_tiny_qwen3_model(qwen3_tokenizer), qwen3_tokenizer, "take \x00 key")
+    stop = qwen3_tokenizer.convert_tokens_to_ids("<|im_end|>")
+    generator = TransformersGenerator(model, qwen3_tokenizer, stop_token_ids=[stop])
+    with torch.no_grad():
+        episodes = rollout(factory, ["0", "1"], generator, ChatTemplateProcessor(qwen3_tokenizer), max_turns=2,
+                           max_turn_tokens=16, env_isolation=isolation, env_timeout=30)  # fmt: skip
+    for episode in episodes:
+        assert episode.error is None, episode.error
+        assert [turn.action for turn in episode.turns] == ["take \x00 key"] * 2  # the model did write the NUL
+        assert "You can't see any such thing." in episode.turns[0].observation
 
 
 def test_clean_feedback_strips_prompt_and_status_bar():

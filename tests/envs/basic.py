@@ -204,3 +204,14 @@ class Latency:
         self.alive = self.turn < self.lifetime
         STEP_LOG.setdefault(self.seed, []).append((start, time.perf_counter()))
         return self, f"turn {self.turn}: {action[:10]}"
+
+
+class EchoesLoneSurrogates(Counting):
+    """Answers with text holding a lone surrogate, as an env echoing a model's ``"\\ud800"`` JSON escape does."""
+
+    def reset(self, seed):
+        return self, f"start {seed} \ud800"
+
+    def step(self, action):
+        env, delta = super().step(action)
+        return env, delta + " \udfff end"

@@ -55,7 +55,8 @@ def test_the_calculator_trains_with_a_model_that_calls_its_tools(qwen3_tokenizer
         ]
         assert all(mask == 0 for s in tools for mask in record["env_mask"][s["start"] : s["end"]])
         assert record["reward"] == (1.0 if question == SOLVED else 0.0)  # Calculator.get_reward()
-        assert record["metrics"] == {"tool_calls": 9.0, "tool_failures": 2.0}
+        assert record["metrics"] == {"tool_calls": 9.0, "tool_failures": 2.0, "success": float(question == SOLVED)}
+        assert record["success"] is (question == SOLVED)  # the viewer's success column
     write_page(records, tmp_path / "episodes.html")  # trl-env view shows tool chunks as env text
 
     logs = [log for log in trainer.state.log_history if "reward" in log]

@@ -21,7 +21,10 @@ are ``--env-kwargs``::
 
 All four install with ``pip install trl-env[adapters]``. Seeds are strings; the same seed
 gives the same episode (see :func:`trl_env.adapters.seeds.seed_index`). Each env also has
-``metrics() -> dict[str, float]`` and ``close()``.
+``metrics() -> dict[str, float]`` and ``close()``; ``metrics()["success"]`` (1.0 or 0.0) is the
+environment's own verdict where it has one (what :func:`trl_env.evaluate` counts), never a reward
+threshold. Actions are cleaned of control characters and lone surrogates first
+(:mod:`trl_env.adapters.actions`).
 
 Importing this package imports none of the ecosystems; each module imports its own.
 

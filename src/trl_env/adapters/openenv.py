@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 from openenv.core import GenericEnvClient
 
+from trl_env.adapters.actions import clean_text, valid_unicode
 from trl_env.adapters.seeds import resolve, seed_index
 
 Render = Callable[[dict[str, Any]], str]
@@ -72,7 +73,8 @@ class OpenEnvEnv:
         render: how an observation (the server's fields, without reward/done/metadata) becomes
             text: ``"auto"`` (:func:`render_auto`), a field name, or a callable ``dict -> str``
             (or a ``"module:function"`` string naming one).
-        action_key: the action field that receives the model's text.
+        action_key: the action field that receives the model's text (control characters removed and
+            lone surrogates replaced first, see :func:`~trl_env.adapters.actions.clean_text`).
         action: instead of ``action_key``, a callable ``str -> dict`` (or ``"module:function"``)
             building the action's fields from the text.
         reward_mode: ``"sum"`` or ``"last"`` (see above).
@@ -80,6 +82,10 @@ class OpenEnvEnv:
         max_steps: the most steps in an episode.
         connect_timeout_s: time to open the WebSocket.
         message_timeout_s: time to wait for each answer of the server.
+        success_field: the observation field holding the server's own verdict (a bool): when the
+            latest observation has it, ``metrics()`` reports it as ``success``; else there is no
+            ``success`` metric. OpenEnv has no standard success signal and a reward is none (servers
+            give partial credit), so the adapter never guesses one from the reward.
     """
 
     def __init__(
@@ -94,7 +100,9 @@ class OpenEnvEnv:
         max_steps: int = 50,
         connect_timeout_s: float = 10.0,
         message_timeout_s: float = 60.0,
+        success_field: str = "success",
     ) -> None:
+        self.success_field, self.success = success_field, None
         self.base_url, self.action_key, self.reward_mode, self.max_steps = base_url, action_key, reward_mode, max_steps
         self.render_spec, self.reset_kwargs = render, dict(reset_kwargs or {})
         self._render = render_auto if render == "auto" else (resolve(render, "openenv_env render") if
@@ -106,12 +114,13 @@ class OpenEnvEnv:
         self._client: Any = None
 
     def _text(self, observation: dict[str, Any]) -> str:
+        # JSON carries lone surrogates as escapes; a tokenizer cannot encode them (an echoing server sends them back)
         if self._render is not None:
-            return str(self._render(observation))
+            return valid_unicode(str(self._render(observation)))
         if self.render_spec not in observation:
             raise OpenEnvError(f"openenv_env: the observation has no field {self.render_spec!r} "
                                f"(fields: {sorted(observation)}); pass render= one of them")  # fmt: skip
-        return str(observation[self.render_spec])
+        return valid_unicode(str(observation[self.render_spec]))
 
     def _call(self, what: str, method: str, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -129,6 +138,8 @@ class OpenEnvEnv:
                                f"{type(error).__name__}: {message}") from error  # fmt: skip
 
     def _take(self, result: Any) -> str:
+        verdict = (result.observation or {}).get(self.success_field)
+        self.success = verdict if isinstance(verdict, bool) else None
         reward = result.reward
         self.server_reward = None if reward is None else float(reward)
         value = self.server_reward or 0.0
@@ -147,7 +158,7 @@ class OpenEnvEnv:
 
     def reset(self, seed: str) -> tuple[OpenEnvEnv, str]:
         """Reset the server's environment with the seed; the rendered first observation."""
-        self.seed, self.reward, self.steps, self.alive = seed, 0.0, 0, True
+        self.seed, self.reward, self.steps, self.alive, self.success = seed, 0.0, 0, True, None
         kwargs = {**self.reset_kwargs, "seed": seed_index(seed) % 2**31, "episode_id": seed}
         return self, self._take(self._call("reset", "reset", **kwargs))
 
@@ -156,12 +167,16 @@ class OpenEnvEnv:
         if not self.alive:
             return self, "The episode is over."
         self.steps += 1
+        action = clean_text(action)  # no NUL or lone surrogate for a server that hands the text to C or UTF-8
         payload = self._action(action) if self._action is not None else {self.action_key: action}
         return self, self._take(self._call(f"step {self.steps}", "step", payload))
 
     def metrics(self) -> dict[str, float]:
-        """``steps`` played and the server's ``last_reward`` (0.0 when it sent none)."""
-        return {"steps": float(self.steps), "last_reward": self.server_reward or 0.0}
+        """``steps`` played, the server's ``last_reward`` (0.0 when it sent none), and ``success`` if it sent one."""
+        figures = {"steps": float(self.steps), "last_reward": self.server_reward or 0.0}
+        if self.success is not None:
+            figures["success"] = float(self.success)
+        return figures
 
     def close(self) -> None:
         """Close the WebSocket session (the server then frees it); the next reset opens a new one."""
@@ -187,12 +202,13 @@ def openenv_env(
     max_steps: int = 50,
     connect_timeout_s: float = 10.0,
     message_timeout_s: float = 60.0,
+    success_field: str = "success",
 ) -> Callable[[], OpenEnvEnv]:
     """A factory of :class:`OpenEnvEnv` (same arguments); no connection is made until ``reset``.
 
     Args:
         base_url, render, action_key, action, reward_mode, reset_kwargs, max_steps,
-            connect_timeout_s, message_timeout_s: see :class:`OpenEnvEnv`.
+            connect_timeout_s, message_timeout_s, success_field: see :class:`OpenEnvEnv`.
 
     Returns:
         A picklable zero-argument callable returning a fresh env (picklable when ``render`` and
@@ -224,4 +240,5 @@ def openenv_env(
         max_steps=max_steps,
         connect_timeout_s=connect_timeout_s,
         message_timeout_s=message_timeout_s,
+        success_field=success_field,
     )

@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import json
 import re
@@ -143,6 +144,13 @@ class ReasoningGymEnv:
         """Nothing to release (datasets are shared per process)."""
 
 
+def _suggest(name: str) -> str:
+    """The closest dataset names to a misspelt one, and where the full list is."""
+    close = difflib.get_close_matches(name, DATASETS, n=3, cutoff=0.6)
+    where = f"all {len(DATASETS)} names are in reasoning_gym.factory.DATASETS"
+    return f"did you mean {' or '.join(repr(n) for n in close)}? ({where})" if close else where
+
+
 def reasoning_gym_env(
     dataset: str,
     *,
@@ -164,14 +172,13 @@ def reasoning_gym_env(
         A picklable zero-argument callable returning a fresh env.
 
     Example:
-        >>> reasoning_gym_env("no_such_dataset")
+        >>> reasoning_gym_env("mazes")
         Traceback (most recent call last):
         ...
-        ValueError: reasoning_gym_env: unknown dataset 'no_such_dataset' (e.g. 'ab', 'acre', 'advanced_geometry', ...)
+        ValueError: reasoning_gym_env: unknown dataset 'mazes'; did you mean 'maze'? (all ... names are in ...)
     """
     if dataset not in DATASETS:
-        some = ", ".join(repr(n) for n in sorted(DATASETS)[:3])
-        raise ValueError(f"reasoning_gym_env: unknown dataset {dataset!r} (e.g. {some}, ...)")
+        raise ValueError(f"reasoning_gym_env: unknown dataset {dataset!r}; {_suggest(dataset)}")
     for name, value, low in (("size", size, 1), ("max_tries", max_tries, 1)):
         if not isinstance(value, int) or value < low:
             raise ValueError(f"reasoning_gym_env: {name} must be an integer >= {low}, got {value!r}")

@@ -44,6 +44,7 @@ from typing import Any
 import textarena
 from textarena.envs.registration import ENV_REGISTRY
 
+from trl_env.adapters.actions import clean_text
 from trl_env.adapters.seeds import seed_index
 from trl_env.adapters.textarena_moves import game_class, legal_moves
 from trl_env.adapters.textarena_opponents import (
@@ -257,7 +258,7 @@ class TextArenaEnv:
         if not self.alive:
             return self, "The game is over."
         self.steps += 1
-        done, _ = self._call(self._game.step, action[: self.max_action_chars])
+        done, _ = self._call(self._game.step, clean_text(action)[: self.max_action_chars])
         delta = self._advance(done)
         if self.alive and self.steps >= self.max_steps:  # (alive: not already ended or stopped above)
             self.alive, self.truncated = False, True

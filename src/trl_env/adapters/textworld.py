@@ -41,6 +41,7 @@ import textworld
 import textworld.generator
 from jericho.jericho import UnsupportedGameWarning
 
+from trl_env.adapters.actions import clean_text, cut_utf8
 from trl_env.adapters.seeds import seed_index
 
 # Jericho warns on every start that it has no score/move detection for TextWorld's games;
@@ -129,7 +130,9 @@ class TextWorldEnv:
         normalize_reward: divide the score by the maximum score.
         max_steps: the most commands in an episode.
         max_action_bytes: the action is put on one line (the interpreter reads one command line)
-            and cut to this many UTF-8 bytes (the Z-machine reads at most 198).
+            and cut to this many UTF-8 bytes (the Z-machine reads at most 198). Control characters
+            are removed and lone surrogates replaced first (:func:`~trl_env.adapters.actions.clean_text`):
+            the interpreter is C code that reads a NUL as the end of the command and then crashes.
     """
 
     def __init__(
@@ -151,7 +154,7 @@ class TextWorldEnv:
         self.admissible_commands, self.normalize_reward = admissible_commands, normalize_reward
         self.max_steps, self.max_action_bytes = max_steps, max_action_bytes
         self.reward, self.alive, self.steps = 0.0, False, 0
-        self.score, self.max_score, self.won = 0, 1, False
+        self.score, self.max_score, self.won, self.lost = 0, 1, False, False
         self._game: Any = None
 
     def _delta(self, state: Any) -> str:
@@ -162,9 +165,9 @@ class TextWorldEnv:
 
     def _update(self, state: Any) -> None:
         self.score, self.max_score = int(state.get("score") or 0), int(state.get("max_score") or 1)
-        self.won = bool(state.get("won"))
+        self.won, self.lost = bool(state.get("won")), bool(state.get("lost"))
         self.reward = self.score / max(self.max_score, 1) if self.normalize_reward else float(self.score)
-        if self.won or state.get("lost") or self.steps >= self.max_steps:
+        if self.won or self.lost or self.steps >= self.max_steps:
             self.alive = False
             self.close()
 
@@ -185,8 +188,8 @@ class TextWorldEnv:
         """Send one command; the game's answer."""
         if not self.alive or self._game is None:
             return self, "The game is over."
-        command = " ".join(action.split())  # one line: newlines would be several commands
-        command = command.encode("utf-8")[: self.max_action_bytes].decode("utf-8", errors="ignore")
+        # no NUL (frotz crashes on one), one line (a newline would be a second command), a bounded size
+        command = cut_utf8(" ".join(clean_text(action).split()), self.max_action_bytes)
         self.steps += 1
         state, _, _ = self._game.step(command)
         delta = self._delta(state)
@@ -194,8 +197,9 @@ class TextWorldEnv:
         return self, delta
 
     def metrics(self) -> dict[str, float]:
-        """``won``, raw ``score``, ``max_score`` and ``steps``."""
-        return {"won": float(self.won), "score": float(self.score), "max_score": float(self.max_score),
+        """``success`` (the game says won, and not lost), raw ``score``, ``max_score`` and ``steps``."""
+        success = self.won and not self.lost  # the game's own outcome, not the score: points come before the end
+        return {"success": float(success), "score": float(self.score), "max_score": float(self.max_score),
                 "steps": float(self.steps)}  # fmt: skip
 
     def close(self) -> None:

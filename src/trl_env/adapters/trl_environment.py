@@ -17,6 +17,13 @@ The semantics are TRL 1.16's (``GRPOTrainer._tool_call_loop``):
   tool turn's successor (TRL's loop bound; then that turn's calls are not run);
 * the reward is ``get_reward()`` (0.0 without it), read after every step.
 
+Beyond TRL: strings in the arguments and the results have lone surrogates (``"\\ud800"`` in the
+model's JSON, a ``surrogateescape`` file name) replaced by U+FFFD, since no tokenizer can encode
+them; and when the instance has a ``success`` attribute that is not a method (a bool the class sets,
+e.g. in its ``answer`` tool), ``metrics()`` reports it as ``success``. TRL has no success signal of
+its own and ``get_reward()`` is none (partial credit or shaping would count as solved), so without
+that attribute there is no ``success`` metric.
+
 Example:
     >>> from examples.tool_calculator import Calculator
     >>> env, delta = TRLEnvironment(Calculator).reset("What is 6 * 7?")
@@ -34,9 +41,21 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from trl_env.adapters.actions import valid_unicode
 from trl_env.adapters.seeds import resolve
 from trl_env.chat.tool_calls import coerce_arguments, parse_tool_calls, tool_schema
 from trl_env.core import ToolResult
+
+
+def _valid_arguments(value: Any) -> Any:
+    """``value`` (parsed JSON) with every string, keys included, made valid Unicode."""
+    if isinstance(value, str):
+        return valid_unicode(value)
+    if isinstance(value, dict):
+        return {_valid_arguments(key): _valid_arguments(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_valid_arguments(item) for item in value]
+    return value
 
 
 def tool_methods(instance: object) -> list[Callable[..., Any]]:
@@ -107,28 +126,34 @@ class TRLEnvironment:
         self.calls += 1
         if call.error is not None:
             self.failures += 1
-            return str({"error": call.error})
+            return valid_unicode(str({"error": call.error}))
         tool = self._by_name.get(call.name)
         try:
             if tool is None:
                 raise ValueError(f"Tool {call.name} not found.")
-            result = tool(**coerce_arguments(call.arguments, self._schemas[call.name]))
+            result = tool(**coerce_arguments(_valid_arguments(call.arguments), self._schemas[call.name]))
         except Exception as error:  # TRL answers a failing tool with its error, and the episode goes on
             self.failures += 1
-            return str({"error": str(error)})
-        return str(result)
+            return valid_unicode(str({"error": str(error)}))
+        return valid_unicode(str(result))  # the result is tokenized next: a lone surrogate would stop the rollout
 
     def metrics(self) -> dict[str, float]:
-        """Tool calls and failed calls (raised, unknown or malformed) of the episode.
+        """Tool calls and failed calls (raised, unknown or malformed), and ``success`` if the class sets one.
+
+        ``success`` is the instance's ``success`` attribute (not a method) when it has one, as 1.0 or 0.0.
 
         Example:
             >>> from examples.tool_calculator import Calculator
             >>> env, _ = TRLEnvironment(Calculator).reset("")
             >>> env, _ = env.step('<tool_call>{"name": "divide", "arguments": {}}</tool_call>')
             >>> env.tool_results[0].content, env.metrics()
-            ("{'error': 'Tool divide not found.'}", {'tool_calls': 1.0, 'tool_failures': 1.0})
+            ("{'error': 'Tool divide not found.'}", {'tool_calls': 1.0, 'tool_failures': 1.0, 'success': 0.0})
         """
-        return {"tool_calls": float(self.calls), "tool_failures": float(self.failures)}
+        figures = {"tool_calls": float(self.calls), "tool_failures": float(self.failures)}
+        success = getattr(self.inner, "success", None)
+        if success is not None and not callable(success):
+            figures["success"] = float(bool(success))
+        return figures
 
 
 def trl_environment(

@@ -15,6 +15,21 @@ import math
 import numbers
 
 
+def to_text(value: str) -> str:
+    """``value`` as valid Unicode: a lone surrogate (an env echoing a ``"\\ud800"`` JSON escape) becomes U+FFFD,
+    which the tokenizer can encode; a surrogate pair becomes the character it stands for.
+
+    Example:
+        >>> to_text("ok \\ud800 \\ud83d\\ude00") == "ok \\ufffd \\U0001f600"
+        True
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return value
+
+
 def to_reward(value: object) -> float | None:
     """``value`` as a finite float, or None when it is not one (bools are not rewards).
 

@@ -49,7 +49,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trl_env.core import Closable, ReportsMetrics, ToolResult, UsesTools
-from trl_env.engine.env_values import check_metrics, describe, to_alive, to_reward
+from trl_env.engine.env_values import check_metrics, describe, to_alive, to_reward, to_text
 from trl_env.engine.forking import ForkError, fork_bytes, fork_env
 
 Outcome = tuple[Any, ...]
@@ -170,6 +170,7 @@ class EnvHost:
         if alive is None:
             return ("contract", f"{name.replace('.reward', '.alive')} is {raw_alive!r}, expected a bool")
         self.env = new_env
+        delta = to_text(delta)  # the tokenizer refuses lone surrogates: the whole rollout would stop there
         if isinstance(new_env, UsesTools):
             return self._tool_reply(new_env, method, where, (delta, reward, alive))
         return ("reply", delta, reward, alive)
@@ -188,7 +189,7 @@ class EnvHost:
         for result in env.tool_results:
             if not (isinstance(result, tuple) and len(result) == 2 and all(isinstance(x, str) for x in result)):
                 return ("contract", f"{where}: tool_results holds {result!r:.80}, expected ToolResult(name, content)")
-            results.append(ToolResult(*result))
+            results.append(ToolResult(result[0], to_text(result[1])))
         return ("reply", *reply, (), tuple(results))
 
     def _shutdown(self) -> Outcome:
