@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("train", help="train a model on an environment with GRPO (TRL)")
     add_env_arguments(parser)
     add_model_arguments(parser)
-    add_config_arguments(parser)
+    add_config_arguments(parser, defaults={"max_completion_tokens": 1024})  # TRL needs a completion budget
     parser.add_argument(
         "--num-seeds", type=int, default=None, help="training seeds train-0..train-{N-1} (default 1024)"
     )
@@ -76,7 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--transcripts-per-step", type=int, default=4, help="episodes recorded per recorded step (default 4; 0: all)"
     )
-    parser.set_defaults(run=run, max_completion_tokens=1024)
+    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
