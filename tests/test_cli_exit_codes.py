@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import trl_env
 from trl_env.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +51,7 @@ def _train(model_dir, env: str, out: Path, *extra: str) -> list[str]:
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"HF_HUB_OFFLINE": "1"}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(trl_env.__file__).parents[1]), str(ROOT)])  # this trl_env
     command = [sys.executable, "-m", "trl_env.cli", *args]
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
