@@ -1,8 +1,8 @@
 """The ``trl-env`` exit codes, each situation through the real command (main(argv) or a subprocess).
 
 0: the run worked; 1: it ran but failed (every eval episode, or more than --max-failure-rate of them,
-failed in its env; training stopped on env failures); 2: a command-line mistake; 3: the env broke the
-Env protocol. Every non-zero exit says why in one line on stderr.
+failed in its env; training stopped on env failures; an env failed under --on-env-error raise); 2: a
+command-line mistake; 3: the env broke the Env protocol. Every non-zero exit says why in one line on stderr.
 """
 
 from __future__ import annotations
@@ -82,6 +82,13 @@ def test_eval_exits_1_above_the_failure_rate_and_0_below(tiny_model_dir, capsys)
     assert "2 of 4 episodes failed in their env (more than --max-failure-rate 0.25)" in line
     assert main(_eval(tiny_model_dir, *broken)) == 0  # 2 of 4 is not above the default 0.5
     assert "env errors           2" in capsys.readouterr().out
+
+
+def test_eval_exits_1_in_one_line_at_the_first_env_error_under_the_raise_policy(tiny_model_dir, capsys):
+    assert main(_eval(tiny_model_dir, "tests.envs.basic:FailsAtReset", "--on-env-error", "raise")) == 1
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith("trl-env: the env failed (--on-env-error raise): FailsAtReset (seed='eval-")
+    assert "invalid literal for int()" in line
 
 
 def test_eval_rejects_a_failure_rate_outside_0_1(tiny_model_dir, capsys):

@@ -28,7 +28,8 @@ DESCRIPTION = "Evaluate, train (GRPO with TRL) and check LLM agents on multi-tur
 EPILOG = """exit codes:
   0  the command worked
   1  it ran but failed: eval episodes failed in their env (all, or more than --max-failure-rate),
-     training stopped on env failures, check or check-env found a problem
+     training stopped on env failures, an env failed under --on-env-error raise, check or check-env
+     found a problem
   2  a command-line mistake (bad MODULE:FACTORY, --env-kwargs that do not fit, a missing model, ...)
   3  the env broke the Env protocol (e.g. reset returned None); trl-env check-env finds the same
 
@@ -58,20 +59,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"trl-env: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as error:
-        contract = _contract_error(error)
-        if contract is None:
-            raise
-        print(_contract_line(contract, getattr(args, "env", "MODULE:FACTORY")), file=sys.stderr)
-        return EXIT_ENV_CONTRACT
+        from trl_env.engine.env_calls import EnvContractError, EnvError
+
+        if (contract := _behind(error, EnvContractError)) is not None:
+            print(_contract_line(contract, getattr(args, "env", "MODULE:FACTORY")), file=sys.stderr)
+            return EXIT_ENV_CONTRACT
+        if (failed := _behind(error, EnvError)) is not None:  # --on-env-error raise: the first failure stops
+            print(f"trl-env: the env failed (--on-env-error raise): {' '.join(str(failed).split())}", file=sys.stderr)
+            return EXIT_FAILED
+        raise
 
 
-def _contract_error(error: BaseException) -> BaseException | None:
-    """The :class:`~trl_env.engine.env_types.EnvContractError` behind ``error`` (itself or a cause), if any."""
-    from trl_env.engine.env_types import EnvContractError
-
+def _behind(error: BaseException | None, kind: type[BaseException]) -> BaseException | None:
+    """The exception of type ``kind`` that is ``error`` or one of its causes, if any."""
     seen: set[int] = set()
     while error is not None and id(error) not in seen:
-        if isinstance(error, EnvContractError):
+        if isinstance(error, kind):
             return error
         seen.add(id(error))
         error = error.__cause__ or error.__context__
