@@ -33,7 +33,9 @@ def test_the_help_speaks_to_users_and_lists_the_exit_codes(capsys):
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_no_flag_shows_an_empty_default_or_rst(capsys, command):
-    text = " ".join(_help(capsys, command).split())  # argparse wraps lines: "(default" and ")" may be apart
+    raw = _help(capsys, command)
+    assert raw.split("\n\n")[1].strip().endswith("."), "no description under the usage line"
+    text = " ".join(raw.split())  # argparse wraps lines: "(default" and ")" may be apart
     assert "(default )" not in text and "(default None)" not in text and "``" not in text
 
 

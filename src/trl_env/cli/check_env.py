@@ -21,7 +21,11 @@ DEFAULT_SEEDS = "0,1,seed-a,7"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``check-env`` subcommand."""
-    parser = subparsers.add_parser("check-env", help="check an environment against the Env protocol")
+    parser = subparsers.add_parser(
+        "check-env",
+        help="check an environment against the Env protocol",
+        description="Check an environment against the Env protocol.",
+    )
     add_env_arguments(parser, positional=True)
     parser.add_argument("--seeds", default=DEFAULT_SEEDS, help=f"comma-separated seeds (default {DEFAULT_SEEDS})")
     parser.add_argument(

@@ -39,7 +39,11 @@ from trl_env.cli.arguments import (
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``eval`` subcommand."""
-    parser = subparsers.add_parser("eval", help="evaluate a model on an environment with sampled episodes")
+    parser = subparsers.add_parser(
+        "eval",
+        help="evaluate a model on an environment with sampled episodes",
+        description="Evaluate a model on an environment with sampled episodes.",
+    )
     add_env_arguments(parser)
     add_model_arguments(parser)
     add_config_arguments(parser)

@@ -42,7 +42,11 @@ from trl_env.cli.arguments import (
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``train`` subcommand."""
-    parser = subparsers.add_parser("train", help="train a model on an environment with GRPO (TRL)")
+    parser = subparsers.add_parser(
+        "train",
+        help="train a model on an environment with GRPO (TRL)",
+        description="Train a model on an environment with GRPO (TRL).",
+    )
     add_env_arguments(parser)
     add_model_arguments(parser)
     add_config_arguments(parser, defaults={"max_completion_tokens": 1024})  # TRL needs a completion budget
