@@ -6,6 +6,8 @@ reward is the environment's. ``--lora-r 0`` trains all weights, otherwise a LoRA
 on every linear layer (peft); the saved model is always a plain, merged model directory
 that ``trl-env eval --model`` reads. ``--max-minutes`` stops training after a wall-time
 budget (checked after every step). The recipe itself is :mod:`trl_env.trainer.recipe`.
+It exits 1 when training stops because the envs fail (every episode of a step, or more than half over
+10 steps: :class:`~trl_env.trainer.failures.EnvFailuresError`); no model is saved then.
 
 Example:
     >>> import contextlib, io
