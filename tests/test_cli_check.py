@@ -1,5 +1,8 @@
 """trl-env check: exit codes and report for a passing, a refused and a failing tokenizer."""
 
+import pkgutil
+import re
+
 import pytest
 
 from trl_env.cli import main
@@ -29,7 +32,10 @@ def test_llama_tool_turns_are_checked_with_one_call_per_turn(saved, capsys):
 def test_qwen3_without_thinking_needs_a_preset(saved, capsys):
     path = saved("qwen3")
     assert main(["check", path, "--no-thinking"]) == 2
-    assert "preset" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "`--preset qwen3_nothink`" in err and "trl_env.chat.presets.preset('qwen3_nothink')" in err
+    for name in re.findall(r"trl_env(?:\.\w+)+", err):  # every Python name the message gives exists
+        assert pkgutil.resolve_name(name.rsplit(".", 1)[0] + ":" + name.rsplit(".", 1)[1]), name
     assert main(["check", path, "--preset", "qwen3_nothink"]) == 0
 
 

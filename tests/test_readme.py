@@ -47,3 +47,17 @@ def test_readme_example_runs_after_a_plain_install(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "outputs" / "readme").is_dir()
+
+
+def test_rollout_defaults_the_readme_states_are_the_config_defaults():
+    """Each "`field`, default X" the README writes for a ``RolloutConfig`` field is that field's default."""
+    import dataclasses
+
+    from trl_env.engine.config import RolloutConfig
+
+    defaults = {f.name: f.default for f in dataclasses.fields(RolloutConfig)}
+    stated = [(name, value) for name, value in re.findall(r"`(\w+)`, default ([\d.]+)", README.read_text())]
+    stated = [(name, value) for name, value in stated if name in defaults]
+    assert len(stated) >= 2, "the README no longer states the RolloutConfig defaults of make_rollout_func's settings"
+    for name, value in stated:
+        assert float(value) == defaults[name], f"README: `{name}`, default {value}; RolloutConfig: {defaults[name]}"

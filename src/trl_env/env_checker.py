@@ -3,7 +3,9 @@
 It resets with several seeds twice (the same seed must give the same first delta), steps
 with adversarial actions (empty, 1 MB, unicode, special-token strings, JSON, code), checks the
 protocol's types and ``alive`` semantics at every call, each call under a deadline, and that an env
-object reset after an episode starts exactly like a fresh one (for ``reuse_envs``).
+object reset after an episode starts exactly like a fresh one (for ``reuse_envs``). The checks stop at
+the first call that does not return within the deadline: the report names that check and that call, so a
+hanging env is reported in about one ``timeout`` rather than one per check.
 
 Example:
     >>> check_env(GuessNumberEnv).ok
@@ -41,6 +43,7 @@ class CheckResult:
     name: str
     ok: bool
     detail: str = ""
+    hung: bool = False  # a call of this check did not return within the deadline
 
 
 @dataclass
@@ -49,11 +52,13 @@ class EnvCheckReport:
 
     env: str
     results: list[CheckResult] = field(default_factory=list)
+    hang: str | None = None  # "check: call did not return within N s" when a call hung (the checks stopped)
+    not_run: list[str] = field(default_factory=list)  # the checks left after a hang
 
     @property
     def ok(self) -> bool:
-        """True when every check passed."""
-        return all(r.ok for r in self.results)
+        """True when every check passed (and none hung)."""
+        return self.hang is None and all(r.ok for r in self.results)
 
     def table(self) -> str:
         """A plain-text table, one check a line.
@@ -67,18 +72,27 @@ class EnvCheckReport:
         head = f"check-env {self.env}: " + (
             f"{failed} of {len(self.results)} checks FAILED" if failed else f"all {len(self.results)} checks passed"
         )
+        if self.hang:
+            head = f"check-env {self.env}: HANG in {self.hang}; stopped, {len(self.not_run)} checks not run"
         rows = [
-            f"{'PASS' if r.ok else 'FAIL'}  {r.name}" + (f"  -- {r.detail}" if r.detail else "") for r in self.results
+            f"{'PASS' if r.ok else 'HANG' if r.hung else 'FAIL'}  {r.name}" + (f"  -- {r.detail}" if r.detail else "")
+            for r in self.results
         ]
+        rows += [f"----  {name}  -- not run (stopped at the hang)" for name in self.not_run]
         return "\n".join([head, *rows])
 
 
-def _run(report: EnvCheckReport, name: str, check: Callable[[], str | None]) -> None:
+def _run(report: EnvCheckReport, name: str, check: Callable[[], str | None]) -> bool:
+    """Run one check into the report; False when one of its calls hung (the checks stop there)."""
     try:
         problem = check()
     except EnvContractError as error:
         problem = str(error)
-    report.results.append(CheckResult(name, problem is None, (problem or "")[:300]))
+    except _Hang as hang:
+        report.hang = f"check {name!r}: {hang}"
+        problem = str(hang)
+    report.results.append(CheckResult(name, problem is None, (problem or "")[:300], hung=report.hang is not None))
+    return report.hang is None
 
 
 class _Checker:
@@ -89,6 +103,8 @@ class _Checker:
 
     def reply(self, future: Any, what: str) -> EnvReply:
         result = future.result()  # EnvContractError propagates to _run
+        if isinstance(result, EnvFault) and result.kind == "timeout":
+            raise _Hang(f"{what} did not return within {self.pool.timeout:g} s")
         if isinstance(result, EnvFault):
             raise _Fault(f"{what}: {result.kind}: {result.message}")
         return result
@@ -109,7 +125,11 @@ class _Checker:
 
 
 class _Fault(Exception):
-    """An env call raised, timed out or crashed during a check."""
+    """An env call raised or crashed during a check."""
+
+
+class _Hang(Exception):
+    """An env call did not return within the deadline: every later check would wait for it too."""
 
 
 def check_env(
@@ -122,31 +142,39 @@ def check_env(
     """Check an environment factory; never raises for the environment's faults.
 
     Every call runs through an :class:`~trl_env.engine.env_pool.EnvPool` (thread workers) with a
-    deadline of ``timeout`` seconds, so a hanging env fails its check instead of hanging the checker.
-    A final check plays an episode, then resets the same env object again (as ``reuse_envs=True``
-    does) and compares its first delta with a fresh env's.
+    deadline of ``timeout`` seconds. The first call past it stops the checks: the report's ``hang``
+    names the check and the call, and the checks left are listed as not run (each would wait for its own
+    deadline on a hanging env). A final check plays an episode, then resets the same env object again
+    (as ``reuse_envs=True`` does) and compares its first delta with a fresh env's.
 
     Args:
         env_factory: makes a fresh env.
         seeds: seeds to reset with.
         max_steps: an episode answered ``"42"`` forever must end within this many steps.
-        timeout: seconds per call.
+        timeout: seconds one ``reset``/``step`` call may take before it counts as a hang.
 
     Returns:
-        One result per check.
+        One result per check run.
+
+    Raises:
+        ValueError: ``timeout`` is not a positive number.
 
     Example:
         >>> print(check_env(GuessNumberEnv).table().splitlines()[0])
         check-env GuessNumberEnv: all ... checks passed
     """
+    if isinstance(timeout, bool) or not (isinstance(timeout, int | float) and 0 < timeout < float("inf")):
+        raise ValueError(f"check_env timeout must be a positive number of seconds, got {timeout!r}")
     report = EnvCheckReport(factory_name(env_factory))
+    warm_name = "a reused env resets cleanly (warm reset = fresh reset)"
     with EnvPool(env_factory, isolation="thread", workers=2, timeout=timeout) as pool:
-        checker = _Checker(pool)
-        _checks(report, checker, seeds, max_steps)
+        checks = _checks(_Checker(pool), seeds, max_steps)
+        for index, (name, check) in enumerate(checks):
+            if not _run(report, name, check):
+                report.not_run = [later for later, _ in checks[index + 1 :]] + [warm_name]
+                return report
     with EnvPool(env_factory, isolation="thread", workers=1, timeout=timeout, reuse_envs=True) as warm:
-        _run(
-            report, "a reused env resets cleanly (warm reset = fresh reset)", lambda: _warm_reset(_Checker(warm), seeds)
-        )
+        _run(report, warm_name, lambda: _warm_reset(_Checker(warm), seeds))
     return report
 
 
@@ -160,7 +188,9 @@ def _guarded(check: Callable[[], str | None]) -> Callable[[], str | None]:
     return run
 
 
-def _checks(report: EnvCheckReport, checker: _Checker, seeds: Sequence[str], max_steps: int) -> None:
+def _checks(checker: _Checker, seeds: Sequence[str], max_steps: int) -> list[tuple[str, Callable[[], str | None]]]:
+    """The checks on fresh envs, in order: (name, check returning the problem or None)."""
+
     def determinism() -> str | None:
         for seed in seeds:
             first, again = checker.episode(seed, [])[0], checker.episode(seed, [])[0]
@@ -184,17 +214,16 @@ def _checks(report: EnvCheckReport, checker: _Checker, seeds: Sequence[str], max
             None if not replies[-1].alive else f"still alive after {max_steps} steps (give the env its own turn limit)"
         )
 
-    _run(
-        report,
-        "reset returns (env, str) with valid reward/alive",
-        _guarded(lambda: (checker.episode(seeds[0], []), None)[1]),
-    )
-    _run(report, f"reset is deterministic for seeds {list(seeds)}", _guarded(determinism))
-    _run(report, "a fresh episode is alive", _guarded(fresh_episode))
+    checks = [
+        ("reset returns (env, str) with valid reward/alive", lambda: (checker.episode(seeds[0], []), None)[1]),
+        (f"reset is deterministic for seeds {list(seeds)}", determinism),
+        ("a fresh episode is alive", fresh_episode),
+    ]
     for action in ADVERSARIAL_ACTIONS:
         label = repr(action[:24]) + ("..." if len(action) > 24 else "")
-        _run(report, f"step({label}) returns valid (env, str)", _guarded(lambda a=action: step(a)))
-    _run(report, f"episode ends (alive=False) within {max_steps} steps of '42'", _guarded(terminates))
+        checks.append((f"step({label}) returns valid (env, str)", lambda a=action: step(a)))
+    checks.append((f"episode ends (alive=False) within {max_steps} steps of '42'", terminates))
+    return [(name, _guarded(check)) for name, check in checks]
 
 
 def _warm_reset(checker: _Checker, seeds: Sequence[str]) -> str | None:

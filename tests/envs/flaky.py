@@ -1,6 +1,10 @@
 """Deliberately broken environments for check-env tests."""
 
+import functools
 import random
+import time
+
+from tests.envs.basic import Counting
 
 
 class NonDeterministic:
@@ -26,3 +30,52 @@ class WrongTypes:
 
     def step(self, action):
         return self, "hi"
+
+
+class ResetReturnsNone:
+    """Forgets to return ``(self, delta)`` from ``reset``."""
+
+    def __init__(self):
+        self.reward, self.alive = 0.0, True
+
+    def reset(self, seed):
+        self.seed = seed
+
+    def step(self, action):
+        return self, "hi"
+
+
+class HangsAtReset:
+    """Every ``reset`` blocks (a dead server); the sleep ends long after any test."""
+
+    def __init__(self):
+        self.reward, self.alive = 0.0, True
+
+    def reset(self, seed):
+        time.sleep(600)
+        return self, "hi"
+
+    def step(self, action):
+        return self, "hi"
+
+
+class HangsAtStep(HangsAtReset):
+    """Resets fine; every ``step`` blocks."""
+
+    def reset(self, seed):
+        return self, "go"
+
+    def step(self, action):
+        time.sleep(600)
+        return self, "hi"
+
+
+class _MakeCounting:
+    """A callable object as a factory: ``make_counting(turns=2)`` makes an env."""
+
+    def __call__(self, turns=3):
+        return Counting(turns)
+
+
+make_counting = _MakeCounting()
+counting_two = functools.partial(Counting, turns=2)

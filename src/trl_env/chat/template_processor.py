@@ -100,8 +100,9 @@ def derive_chunks(tokenizer: PreTrainedTokenizerBase, template_kwargs: dict[str,
         raise ChunkingError(
             f"the generation prompt {generation_suffix!r} is not re-rendered in the history "
             f"(history shows {history_generation!r} before an assistant message), so a multi-turn sequence "
-            "cannot be built from per-turn chunks; use a preset from trl_env.chat.presets "
-            "(e.g. preset('qwen3_nothink'), preset('deepseek_r1'))"
+            "cannot be built from per-turn chunks; use a preset processor instead: `--preset qwen3_nothink` "
+            "(or deepseek_r1, ...) on the trl-env command line, trl_env.chat.presets.preset('qwen3_nothink') "
+            "in Python (the names: trl_env.chat.presets.PRESETS)"
         )
     if last_suffix != generation_suffix:
         raise ChunkingError(f"later turns end with {last_suffix!r} but the first with {generation_suffix!r}")

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trl_env.cli.factory_kwargs import check_factory_kwargs
 from trl_env.engine.config import RolloutConfig
 
 # RolloutConfig fields with no flag: trl-env train takes the episode budget from its own settings
@@ -44,13 +45,30 @@ def _optional(kind: type) -> Callable[[str], Any]:
 _FLAG_TYPES = {"int": int, "float": float, "str": str, "int | None": _optional(int), "float | None": _optional(float)}
 
 
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """One ``--flag`` per :class:`RolloutConfig` field, with its default and help text."""
+def describe_default(value: Any) -> str:
+    """How a flag's help shows its default: ``(default 8)``, ``(default none)``, ``(default empty)``.
+
+    Example:
+        >>> describe_default(8), describe_default(None), describe_default("")
+        ('(default 8)', '(default none)', '(default empty)')
+    """
+    if value is None:
+        return "(default none)"
+    return "(default empty)" if value == "" else f"(default {value})"
+
+
+def add_config_arguments(parser: argparse.ArgumentParser, defaults: dict[str, Any] | None = None) -> None:
+    """One ``--flag`` per :class:`RolloutConfig` field, with its default and help text.
+
+    Args:
+        parser: the subcommand's parser.
+        defaults: field -> the subcommand's own default where it differs from the config's.
+    """
     group = parser.add_argument_group("rollout (RolloutConfig)")
     for f in dataclasses.fields(RolloutConfig):
         if f.name in _NOT_FLAGS:
             continue
-        default = f.default
+        default = (defaults or {}).get(f.name, f.default)
         # A field with choices is a Literal of strings; the others are plain numbers or text.
         kind = str if "choices" in f.metadata else f.metadata.get("parse") or _FLAG_TYPES[str(f.type)]
         group.add_argument(
@@ -59,7 +77,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
             type=kind,
             default=default,
             choices=f.metadata.get("choices"),
-            help=f"{f.metadata['help']} (default {default})",
+            help=f"{f.metadata['help']} {describe_default(default)}",
         )
 
 
@@ -121,6 +139,7 @@ def load_factory(spec: str, kwargs_json: str = "{}") -> Callable[[], Any]:
         raise UsageError(f"cannot import the env factory {spec!r}: {type(error).__name__}: {error}") from None
     if not callable(factory):
         raise UsageError(f"the env factory {spec!r} is a {type(factory).__name__}, not a class or function")
+    check_factory_kwargs(factory, kwargs, spec)  # a class is first called in a worker, at the first episode
     if isinstance(factory, type):
         return functools.partial(factory, **kwargs) if kwargs else factory
     # A function is either an env factory (returns an env) or an adapter (returns a factory, e.g.

@@ -16,7 +16,11 @@ from trl_env.cli.arguments import add_processor_arguments, build_processor
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``check`` subcommand."""
-    parser = subparsers.add_parser("check", help="check that a tokenizer's chat chunks are additive")
+    parser = subparsers.add_parser(
+        "check",
+        help="check that a tokenizer's chat chunks are additive",
+        description="Check that a tokenizer's chat chunks are additive.",
+    )
     parser.add_argument("model", help="a local model or tokenizer directory (or a hub name already cached)")
     add_processor_arguments(parser)
     parser.set_defaults(run=run, answer_prefix="")

@@ -6,6 +6,8 @@ reward is the environment's. ``--lora-r 0`` trains all weights, otherwise a LoRA
 on every linear layer (peft); the saved model is always a plain, merged model directory
 that ``trl-env eval --model`` reads. ``--max-minutes`` stops training after a wall-time
 budget (checked after every step). The recipe itself is :mod:`trl_env.trainer.recipe`.
+It exits 1 when training stops because the envs fail (every episode of a step, or more than half over
+10 steps: :class:`~trl_env.trainer.failures.EnvFailuresError`); no model is saved then.
 
 Example:
     >>> import contextlib, io
@@ -42,10 +44,14 @@ from trl_env.cli.arguments import (
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``train`` subcommand."""
-    parser = subparsers.add_parser("train", help="train a model on an environment with GRPO (TRL)")
+    parser = subparsers.add_parser(
+        "train",
+        help="train a model on an environment with GRPO (TRL)",
+        description="Train a model on an environment with GRPO (TRL).",
+    )
     add_env_arguments(parser)
     add_model_arguments(parser)
-    add_config_arguments(parser)
+    add_config_arguments(parser, defaults={"max_completion_tokens": 1024})  # TRL needs a completion budget
     parser.add_argument(
         "--num-seeds", type=int, default=None, help="training seeds train-0..train-{N-1} (default 1024)"
     )
@@ -76,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--transcripts-per-step", type=int, default=4, help="episodes recorded per recorded step (default 4; 0: all)"
     )
-    parser.set_defaults(run=run, max_completion_tokens=1024)
+    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -22,7 +22,11 @@ from trl_env.cli.arguments import UsageError
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``view`` subcommand."""
-    parser = subparsers.add_parser("view", help="write an HTML page to inspect transcripts (eval or training)")
+    parser = subparsers.add_parser(
+        "view",
+        help="write an HTML page to inspect transcripts (eval or training)",
+        description="Write an HTML page to inspect transcripts (eval or training).",
+    )
     parser.add_argument("files", nargs="+", help="JSONL transcript files (trl-env eval --out, training transcripts)")
     parser.add_argument("-o", "--out", default="transcripts.html", help="the page to write (default transcripts.html)")
     parser.add_argument("--title", default="trl-env transcripts", help="the page's title")

@@ -38,6 +38,7 @@ from trl_env.trainer.trl_compat import (
     enable_vllm_cpu_weight_sync,
     model_for_generation,
     require_supported_trl,
+    shorten_unscorable_warning,
     trainer_tokenizer,
     uses_vllm,
 )
@@ -130,6 +131,7 @@ def make_rollout_func(
     """
     require_supported_trl()
     enable_vllm_cpu_weight_sync()
+    shorten_unscorable_warning()  # a failed episode's row would otherwise print its whole transcript
     base_config = RolloutConfig.from_kwargs(config, **settings)
     # One engine, for the latest trainer only, held with a weak reference: a rollout_func reused across
     # trainers never keeps an old trainer (and its model) alive, and ids of dead trainers are never confused.

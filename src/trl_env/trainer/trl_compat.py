@@ -200,3 +200,42 @@ def enable_vllm_cpu_weight_sync() -> bool:
     sync_weights._trl_env_cpu_reload = True  # type: ignore[attr-defined]
     VLLMGeneration.sync_weights = sync_weights
     return True
+
+
+TRL_GRPO_LOGGER = "trl.trainer.grpo_trainer"
+UNSCORABLE_PREFIX = "All reward functions returned None for the following kwargs:"
+UNSCORABLE_SHORT = (
+    "All reward functions returned None for a sample: its env failed (trl-env's env_reward is None), so TRL "
+    "leaves it out of the loss; the step's env/errors counts them and the transcripts show why"
+)
+
+
+class _ShortUnscorableWarning:
+    """Shortens TRL's "All reward functions returned None" warning for trl-env episodes to one line.
+
+    TRL prints every reward keyword of the row, and a trl-env row carries the whole episode transcript
+    (kilobytes per warning). Rows without trl-env's ``env_reward`` column keep TRL's message.
+
+    Example:
+        >>> import logging
+        >>> text = "[RANK 0] " + UNSCORABLE_PREFIX + "\\n{'env_reward': None, 'transcript': '...'}"
+        >>> record = logging.makeLogRecord({"msg": text})
+        >>> _ShortUnscorableWarning().filter(record), record.getMessage() == "[RANK 0] " + UNSCORABLE_SHORT
+        (True, True)
+    """
+
+    def filter(self, record: Any) -> bool:
+        message = str(record.msg)
+        start = message.find(UNSCORABLE_PREFIX)  # after accelerate's "[RANK n] "
+        if start >= 0 and "'env_reward': None" in message:
+            record.msg, record.args = message[:start] + UNSCORABLE_SHORT, ()
+        return True
+
+
+def shorten_unscorable_warning() -> None:
+    """Install :class:`_ShortUnscorableWarning` on TRL's GRPO trainer logger (once)."""
+    import logging
+
+    logger = logging.getLogger(TRL_GRPO_LOGGER)
+    if not any(isinstance(f, _ShortUnscorableWarning) for f in logger.filters):
+        logger.addFilter(_ShortUnscorableWarning())
