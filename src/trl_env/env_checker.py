@@ -19,6 +19,7 @@ from typing import Any
 from trl_env.core import Env
 from trl_env.engine.env_pool import EnvContractError, EnvFault, EnvPool, EnvReply
 from trl_env.engine.isolation import factory_name
+from trl_env.errors import TrlEnvError
 
 ADVERSARIAL_ACTIONS = [
     "",
@@ -108,7 +109,7 @@ class _Checker:
         return first.delta, replies
 
 
-class _Fault(Exception):
+class _Fault(TrlEnvError):
     """An env call raised, timed out or crashed during a check."""
 
 

@@ -41,6 +41,7 @@ import textarena
 from textarena.envs.registration import ENV_REGISTRY
 
 from trl_env.adapters.seeds import resolve, seed_index
+from trl_env.errors import BackendError, ConfigError
 
 _RANDOM_LOCK = threading.Lock()  # guards Python's global random while a game runs
 _QUOTED_MOVE = re.compile(r"'(\[[^\[\]']{1,40}\])'")
@@ -180,7 +181,7 @@ class TextArenaEnv:
             if pid == self.player_id:
                 return self._render(pid, observations)
             if self.opponent is None:
-                raise RuntimeError(f"{self.game_id}: seat {pid} is to move but textarena_env got no opponent")
+                raise BackendError(f"{self.game_id}: seat {pid} is to move but textarena_env got no opponent")
             done, _ = self._call(self._game.step, str(self.opponent(self._render(pid, observations))))
         rewards, _ = self._game.close()
         leftover = self._game.state.observations.get(self.player_id, [])
@@ -245,26 +246,26 @@ def textarena_env(
         >>> textarena_env("TicTacToe-v0")
         Traceback (most recent call last):
         ...
-        ValueError: textarena_env('TicTacToe-v0'): the game rejects 1 player(s) (The number of players has to be 2, \
-received 1); pass opponent= for the other seats
+        trl_env.errors.ConfigError: textarena_env('TicTacToe-v0'): the game rejects 1 player(s) (The number of \
+players has to be 2, received 1); pass opponent= for the other seats
     """
     if game_id not in ENV_REGISTRY:
         close = [i for i in ENV_REGISTRY if i.lower().startswith(game_id.lower()[:4])][:5]
-        raise ValueError(f"textarena_env: unknown game_id {game_id!r} (similar ids: {close})")
+        raise ConfigError(f"textarena_env: unknown game_id {game_id!r} (similar ids: {close})")
     env = TextArenaEnv(game_id, opponent=opponent, player_id=player_id, num_players=num_players,
                        format_actions=format_actions, max_steps=max_steps, max_action_chars=max_action_chars,
                        env_kwargs=env_kwargs)  # fmt: skip
     if not 0 <= player_id < env.num_players:
-        raise ValueError(f"textarena_env: player_id {player_id} is not a seat of a {env.num_players}-player game")
+        raise ConfigError(f"textarena_env: player_id {player_id} is not a seat of a {env.num_players}-player game")
     try:  # one reset now, so that a game that needs a download or the wrong player count fails here
         env.reset("0")
     except (AssertionError, ValueError) as error:
         hint = "; pass opponent= for the other seats" if opponent is None else ""
-        raise ValueError(
+        raise ConfigError(
             f"textarena_env({game_id!r}): the game rejects {env.num_players} player(s) ({error}){hint}"
         ) from error
     except Exception as error:
-        raise RuntimeError(f"textarena_env({game_id!r}) cannot start here: {type(error).__name__}: {error}") from error
+        raise BackendError(f"textarena_env({game_id!r}) cannot start here: {type(error).__name__}: {error}") from error
     return functools.partial(TextArenaEnv, game_id, opponent=opponent, player_id=player_id, num_players=num_players,
                              format_actions=format_actions, max_steps=max_steps, max_action_chars=max_action_chars,
                              env_kwargs=env_kwargs)  # fmt: skip

@@ -11,11 +11,11 @@ Example:
     >>> RolloutConfig(max_turns=0)
     Traceback (most recent call last):
     ...
-    ValueError: RolloutConfig.max_turns must be >= 1, got 0
+    trl_env.errors.ConfigError: RolloutConfig.max_turns must be >= 1, got 0
     >>> RolloutConfig.from_kwargs(max_turn=3)
     Traceback (most recent call last):
     ...
-    TypeError: unknown rollout setting 'max_turn'; the RolloutConfig fields are: system_prompt, max_turns, ...
+    trl_env.errors.ConfigTypeError: unknown rollout setting 'max_turn'; the RolloutConfig fields are: system_prompt, ...
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from trl_env.engine.tree import TreeShape
+from trl_env.errors import ConfigError, ConfigTypeError
 
 OnEnvError = Literal["fail_episode", "raise"]
 ON_ENV_ERROR: tuple[str, ...] = ("fail_episode", "raise")
@@ -119,34 +120,34 @@ class RolloutConfig:
             value = getattr(self, f.name)
             if f.type in ("int", "int | None") and value is not None:
                 if isinstance(value, bool) or not isinstance(value, int):
-                    raise TypeError(f"RolloutConfig.{f.name} must be an int, got {value!r}")
+                    raise ConfigTypeError(f"RolloutConfig.{f.name} must be an int, got {value!r}")
                 if value < 1:
-                    raise ValueError(f"RolloutConfig.{f.name} must be >= 1, got {value}")
+                    raise ConfigError(f"RolloutConfig.{f.name} must be >= 1, got {value}")
         if self.env_timeout is not None and not (
             isinstance(self.env_timeout, int | float) and math.isfinite(self.env_timeout) and self.env_timeout > 0
         ):
-            raise ValueError(
+            raise ConfigError(
                 f"RolloutConfig.env_timeout must be a positive number of seconds, got {self.env_timeout!r}"
             )
         if self.env_isolation not in ENV_ISOLATION:
-            raise ValueError(f"RolloutConfig.env_isolation must be one of {ENV_ISOLATION}, got {self.env_isolation!r}")
+            raise ConfigError(f"RolloutConfig.env_isolation must be one of {ENV_ISOLATION}, got {self.env_isolation!r}")
         if self.schedule not in SCHEDULE:
-            raise ValueError(f"RolloutConfig.schedule must be one of {SCHEDULE}, got {self.schedule!r}")
+            raise ConfigError(f"RolloutConfig.schedule must be one of {SCHEDULE}, got {self.schedule!r}")
         window = self.gather_window
         if window is not None and (
             isinstance(window, bool) or not (isinstance(window, int | float) and math.isfinite(window) and window >= 0)
         ):
-            raise ValueError(f"RolloutConfig.gather_window must be a number of seconds >= 0 or None, got {window!r}")
+            raise ConfigError(f"RolloutConfig.gather_window must be a number of seconds >= 0 or None, got {window!r}")
         if self.on_env_error not in ON_ENV_ERROR:
-            raise ValueError(f"RolloutConfig.on_env_error must be one of {ON_ENV_ERROR}, got {self.on_env_error!r}")
+            raise ConfigError(f"RolloutConfig.on_env_error must be one of {ON_ENV_ERROR}, got {self.on_env_error!r}")
         if self.failure_reward is not None and (
             not isinstance(self.failure_reward, int | float) or not math.isfinite(self.failure_reward)
         ):
-            raise ValueError(f"RolloutConfig.failure_reward must be a finite number, got {self.failure_reward!r}")
+            raise ConfigError(f"RolloutConfig.failure_reward must be a finite number, got {self.failure_reward!r}")
         if self.tree is not None and not isinstance(self.tree, TreeShape):
-            raise TypeError(f"RolloutConfig.tree must be a TreeShape or None, got {self.tree!r}")
+            raise ConfigTypeError(f"RolloutConfig.tree must be a TreeShape or None, got {self.tree!r}")
         if not isinstance(self.system_prompt, str):
-            raise TypeError(f"RolloutConfig.system_prompt must be a str, got {type(self.system_prompt).__name__}")
+            raise ConfigTypeError(f"RolloutConfig.system_prompt must be a str, got {type(self.system_prompt).__name__}")
 
     @classmethod
     def from_kwargs(cls, base: RolloutConfig | None = None, **overrides: Any) -> RolloutConfig:
@@ -166,5 +167,7 @@ class RolloutConfig:
         names = [f.name for f in dataclasses.fields(cls)]
         unknown = [name for name in overrides if name not in names]
         if unknown:
-            raise TypeError(f"unknown rollout setting {unknown[0]!r}; the RolloutConfig fields are: {', '.join(names)}")
+            raise ConfigTypeError(
+                f"unknown rollout setting {unknown[0]!r}; the RolloutConfig fields are: {', '.join(names)}"
+            )
         return dataclasses.replace(base or cls(), **overrides)

@@ -20,6 +20,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from trl_env.engine.config import RolloutConfig
+from trl_env.errors import ConfigError
 
 
 @dataclass
@@ -174,7 +175,7 @@ def build_trainer(
     if settings.max_minutes is not None:
         all_callbacks.append(TimeLimit(settings.max_minutes))
     if (settings.rollout.tree is not None) != (settings.advantage == "tree"):
-        raise ValueError(
+        raise ConfigError(
             "tree rollouts and advantage='tree' go together: the tree credits each shared prefix once "
             f"(got tree={settings.rollout.tree}, advantage={settings.advantage!r})"
         )

@@ -27,6 +27,7 @@ from trl_env.chat.template_processor import ChatTemplateProcessor
 from trl_env.core import Env, Generator, Processor
 from trl_env.engine.config import RolloutConfig
 from trl_env.engine.rollout import RolloutEngine
+from trl_env.errors import ConfigError, ConfigTypeError, DataError, TemplateError
 from trl_env.generation.kv_cache import EpisodeCacheGenerator
 from trl_env.trainer.failures import FailureMonitor
 from trl_env.trainer.launch_check import launch_problem
@@ -43,7 +44,7 @@ from trl_env.trainer.trl_compat import (
 )
 
 
-class NonAdditiveProcessorError(ValueError):
+class NonAdditiveProcessorError(TemplateError):
     """The processor failed the additivity check and no override was given."""
 
 
@@ -60,7 +61,7 @@ def env_reward(
         [1.0, 0.5, None]
     """
     if env_reward is None:
-        raise ValueError("env_reward needs the 'env_reward' column that make_rollout_func returns")
+        raise DataError("env_reward needs the 'env_reward' column that make_rollout_func returns")
     return [None if r is None else float(r) for r in env_reward]
 
 
@@ -80,7 +81,9 @@ def prompt_to_seed(prompt: Any) -> str:
         and isinstance(prompt[-1].get("content"), str)
     ):
         return prompt[-1]["content"]
-    raise TypeError(f"the dataset's prompt column must hold seed strings; got {type(prompt).__name__}: {prompt!r:.80}")
+    raise ConfigTypeError(
+        f"the dataset's prompt column must hold seed strings; got {type(prompt).__name__}: {prompt!r:.80}"
+    )
 
 
 def make_rollout_func(
@@ -126,7 +129,7 @@ def make_rollout_func(
         >>> make_rollout_func(GuessNumberEnv, max_turn=5)
         Traceback (most recent call last):
         ...
-        TypeError: unknown rollout setting 'max_turn'; the RolloutConfig fields are: ...
+        trl_env.errors.ConfigTypeError: unknown rollout setting 'max_turn'; the RolloutConfig fields are: ...
     """
     require_supported_trl()
     enable_vllm_cpu_weight_sync()
@@ -151,7 +154,7 @@ def make_rollout_func(
                 )
         limit = trainer.max_completion_length
         if base_config.max_completion_tokens is not None and base_config.max_completion_tokens > limit:
-            raise ValueError(
+            raise ConfigError(
                 f"RolloutConfig.max_completion_tokens={base_config.max_completion_tokens} exceeds the trainer's "
                 f"max_completion_length={limit}; TRL does not cut rollout_func output, so trl-env must"
             )
@@ -161,7 +164,7 @@ def make_rollout_func(
         engine = RolloutEngine(generator or _trainer_generator(trainer, tokenizer), chosen, tokenizer, config)
         turn_end_id = engine.encoder.turn_end_id
         if turn_end_id not in trainer.eos_token_ids:
-            raise ValueError(
+            raise ConfigError(
                 f"the end-of-turn token {engine.encoder.turn_end!r} (id {turn_end_id}) is not among the trainer's EOS "
                 f"ids {trainer.eos_token_ids}; TRL would count every episode as truncated. Set "
                 "model.generation_config.eos_token_id to include it."
