@@ -66,8 +66,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from trl_env.engine.env_calls import EnvContractError, EnvError
     from trl_env.engine.rollout import RolloutEngine, rollout
     from trl_env.env_checker import check_env
-    from trl_env.errors import TrlEnvError
     from trl_env.episode import Episode
+    from trl_env.errors import TrlEnvError
     from trl_env.evaluation import evaluate
     from trl_env.generation.kv_cache import EpisodeCacheGenerator
     from trl_env.generation.transformers_generator import TransformersGenerator

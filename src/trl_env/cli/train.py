@@ -76,7 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--transcripts-per-step", type=int, default=4, help="episodes recorded per recorded step (default 4; 0: all)"
     )
-    parser.set_defaults(run=run, max_completion_tokens=1024)
+    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -102,7 +102,6 @@ def run(args: argparse.Namespace) -> int:
         lora_alpha=args.lora_alpha,
         beta=args.beta,
         temperature=args.temperature,
-        max_completion_tokens=config.max_completion_tokens or 1024,
         max_minutes=args.max_minutes,
         seed=args.seed,
         output_dir=args.output_dir,

@@ -42,7 +42,14 @@ def _doc(text: str, **extra: Any) -> Any:
 
 @dataclass(frozen=True)
 class RolloutConfig:
-    """Budgets and policies of a rollout (every field is also a ``trl-env eval/train`` flag)."""
+    """Budgets and policies of a rollout (every field is also a ``trl-env eval/train`` flag).
+
+    The episode token budget has one source. When training, it is the trainer's
+    ``GRPOConfig.max_completion_length``: ``make_rollout_func`` uses it when ``max_completion_tokens`` is None
+    and refuses a larger value (a smaller one is a tighter budget per episode); ``build_trainer`` and
+    ``trl-env train`` write ``max_completion_tokens`` (1024 when None) into that field. Elsewhere
+    (``rollout()``, ``evaluate``) ``max_completion_tokens`` is the budget, and None means none.
+    """
 
     system_prompt: str = field(default="", metadata=_doc("system prompt of every episode (empty: none)"))
     max_turns: int = field(default=8, metadata=_doc("model turns per episode"))
@@ -50,8 +57,8 @@ class RolloutConfig:
     max_completion_tokens: int | None = field(
         default=None,
         metadata=_doc(
-            "completion tokens per episode, env tokens included; under make_rollout_func the trainer's "
-            "max_completion_length (a value here must not exceed it); None elsewhere: no episode budget"
+            "completion tokens per episode, env tokens included; None: when training the trainer's "
+            "max_completion_length (a value here must not exceed it; trl-env train: 1024), else no episode budget"
         ),
     )
     max_env_tokens: int = field(
