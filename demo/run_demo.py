@@ -327,7 +327,6 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         output_dir=str(out / "trainer"),
         bf16=bf16,
-        max_completion_tokens=plan.max_completion_tokens,
         rollout=plan.rollout_config(args.tree),
         advantage=args.advantage,
         gamma=args.gamma,

@@ -9,7 +9,7 @@ import torch
 from grpo_helpers import make_trainer
 
 from tests.envs.basic import FailsAtReset, NumberedEnv
-from trl_env import make_rollout_func
+from trl_env import TrlEnvError, make_rollout_func
 from trl_env.trainer.failures import EnvFailuresError
 
 
@@ -54,5 +54,6 @@ def test_training_stops_with_the_first_errors_when_every_episode_fails(qwen3_tok
         EnvFailuresError, match=r"(?s)every episode of this step failed \(4 of 4\).*FailsAtReset \(seed="
     ):
         trainer.train()
-    with pytest.raises(EnvFailuresError, match="ValueError: invalid literal for int"):
+    with pytest.raises(TrlEnvError, match="ValueError: invalid literal for int") as caught:  # the family's base
         make_trainer(copy.deepcopy(tiny_qwen3), qwen3_tokenizer, rollout_func, tmp_path, steps=1).train()
+    assert caught.type is EnvFailuresError and isinstance(caught.value, RuntimeError)

@@ -37,6 +37,7 @@ _LAZY = {
     "NonAdditiveProcessorError": "trl_env.trainer.rollout_func",
     "evaluate": "trl_env.evaluation",
     "check_env": "trl_env.env_checker",
+    "TrlEnvError": "trl_env.errors",
 }
 
 __all__ = ["Action", "Delta", "Env", "Language", "Processor", "Seed", *_LAZY]
@@ -66,6 +67,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from trl_env.engine.rollout import RolloutEngine, rollout
     from trl_env.env_checker import check_env
     from trl_env.episode import Episode
+    from trl_env.errors import TrlEnvError
     from trl_env.evaluation import evaluate
     from trl_env.generation.kv_cache import EpisodeCacheGenerator
     from trl_env.generation.transformers_generator import TransformersGenerator

@@ -21,6 +21,7 @@ from typing import Any
 from trl_env.core import Env
 from trl_env.engine.env_pool import EnvContractError, EnvFault, EnvPool, EnvReply
 from trl_env.engine.isolation import factory_name
+from trl_env.errors import TrlEnvError
 
 ADVERSARIAL_ACTIONS = [
     "",
@@ -124,11 +125,11 @@ class _Checker:
         return first.delta, replies
 
 
-class _Fault(Exception):
+class _Fault(TrlEnvError):
     """An env call raised or crashed during a check."""
 
 
-class _Hang(Exception):
+class _Hang(TrlEnvError):
     """An env call did not return within the deadline: every later check would wait for it too."""
 
 

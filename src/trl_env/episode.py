@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from trl_env.errors import InvariantError
+
 if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
     from transformers import PreTrainedTokenizerBase
 
@@ -151,14 +153,14 @@ class Episode:
         """
         n = len(self.completion_ids)
         if not (len(self.env_mask) == n and len(self.logprobs) == n):
-            raise AssertionError(
+            raise InvariantError(
                 f"episode {self.seed!r}: {n} completion ids, {len(self.env_mask)} mask, {len(self.logprobs)} logprobs"
             )
         model_ids = [i for i, m in zip(self.completion_ids, self.env_mask, strict=True) if m == 1]
         if model_ids != self.sampled_ids:
-            raise AssertionError(f"episode {self.seed!r}: mask-1 tokens differ from the sampled ids")
+            raise InvariantError(f"episode {self.seed!r}: mask-1 tokens differ from the sampled ids")
         if not all(math.isfinite(x) for x in self.logprobs):
-            raise AssertionError(f"episode {self.seed!r}: non-finite logprob")
+            raise InvariantError(f"episode {self.seed!r}: non-finite logprob")
         if tokenizer is None:
             return
         for segment in self.segments:
@@ -168,7 +170,7 @@ class Episode:
                 self.completion_ids[segment.start : segment.end], clean_up_tokenization_spaces=False
             )
             if decoded != unicodedata.normalize("NFC", segment.text):
-                raise AssertionError(
+                raise InvariantError(
                     f"episode {self.seed!r}: env chunk decodes to {decoded!r}, rendered {segment.text!r}"
                 )
 

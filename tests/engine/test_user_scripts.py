@@ -129,5 +129,7 @@ def test_process_isolation_for_a_factory_in_the_script_is_refused_before_any_epi
     result, _ = _run(script, str(script))
     assert result.returncode == 1
     last_line = result.stderr.strip().splitlines()[-1]
-    assert last_line.startswith("TypeError: env_factory LocalEcho cannot go to a worker process: LocalEcho is defined")
+    assert last_line.startswith(
+        "trl_env.errors.ConfigTypeError: env_factory LocalEcho cannot go to a worker process: LocalEcho is defined"
+    )
     assert "in a module of its own" in last_line and "failed" not in result.stdout

@@ -37,11 +37,12 @@ from openenv.core import GenericEnvClient
 
 from trl_env.adapters.actions import clean_text, valid_unicode
 from trl_env.adapters.seeds import resolve, seed_index
+from trl_env.errors import ConfigError, TrlEnvError
 
 Render = Callable[[dict[str, Any]], str]
 
 
-class OpenEnvError(RuntimeError):
+class OpenEnvError(TrlEnvError, RuntimeError):
     """The OpenEnv server could not be reached, died, timed out or answered with an error."""
 
 
@@ -218,14 +219,14 @@ def openenv_env(
         >>> openenv_env("localhost:8000")
         Traceback (most recent call last):
         ...
-        ValueError: openenv_env: base_url must start with http://, https://, ws:// or wss://, got 'localhost:8000'
+        trl_env.errors.ConfigError: openenv_env: base_url must start with http://, https://, ws:// or wss://, got ...
     """
     if not base_url.startswith(("http://", "https://", "ws://", "wss://")):
-        raise ValueError(f"openenv_env: base_url must start with http://, https://, ws:// or wss://, got {base_url!r}")
+        raise ConfigError(f"openenv_env: base_url must start with http://, https://, ws:// or wss://, got {base_url!r}")
     if reward_mode not in ("sum", "last"):
-        raise ValueError(f"openenv_env: reward_mode must be 'sum' or 'last', got {reward_mode!r}")
+        raise ConfigError(f"openenv_env: reward_mode must be 'sum' or 'last', got {reward_mode!r}")
     if not isinstance(max_steps, int) or max_steps < 1:
-        raise ValueError(f"openenv_env: max_steps must be an integer >= 1, got {max_steps!r}")
+        raise ConfigError(f"openenv_env: max_steps must be an integer >= 1, got {max_steps!r}")
     for name, spec in (("render", render), ("action", action)):
         if isinstance(spec, str) and ":" in spec:
             resolve(spec, f"openenv_env {name}")  # fail now on a bad "module:function"

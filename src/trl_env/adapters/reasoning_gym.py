@@ -37,6 +37,7 @@ import reasoning_gym
 from reasoning_gym.factory import CURRICULA, DATASETS, create_curriculum
 
 from trl_env.adapters.seeds import seed_index
+from trl_env.errors import ConfigError
 
 _LEVEL = re.compile(r"(?:^|-)level([0-9]+)(?=-|$)")
 _CACHE: dict[tuple, Any] = {}
@@ -103,7 +104,7 @@ class ReasoningGymEnv:
         match = _LEVEL.search(seed)
         level = int(match.group(1)) if match else None
         if level is not None and self.dataset_name not in CURRICULA:
-            raise ValueError(f"seed {seed!r} asks for a curriculum level but {self.dataset_name!r} has no curriculum")
+            raise ConfigError(f"seed {seed!r} asks for a curriculum level but {self.dataset_name!r} has no curriculum")
         self._dataset = _dataset(self.dataset_name, self.size, self.dataset_seed, level, self.dataset_kwargs)
         self.entry = self._dataset[seed_index(seed, self.size)]
         self.reward, self.alive, self.tries, self.best_score = 0.0, True, 0, 0.0
@@ -175,19 +176,19 @@ def reasoning_gym_env(
         >>> reasoning_gym_env("mazes")
         Traceback (most recent call last):
         ...
-        ValueError: reasoning_gym_env: unknown dataset 'mazes'; did you mean 'maze'? (all ... names are in ...)
+        trl_env.errors.ConfigError: reasoning_gym_env: unknown dataset 'mazes'; did you mean 'maze'? (all ... names are in ...)
     """
     if dataset not in DATASETS:
-        raise ValueError(f"reasoning_gym_env: unknown dataset {dataset!r}; {_suggest(dataset)}")
+        raise ConfigError(f"reasoning_gym_env: unknown dataset {dataset!r}; {_suggest(dataset)}")
     for name, value, low in (("size", size, 1), ("max_tries", max_tries, 1)):
         if not isinstance(value, int) or value < low:
-            raise ValueError(f"reasoning_gym_env: {name} must be an integer >= {low}, got {value!r}")
+            raise ConfigError(f"reasoning_gym_env: {name} must be an integer >= {low}, got {value!r}")
     if not 0.0 < retry_discount <= 1.0:
-        raise ValueError(f"reasoning_gym_env: retry_discount must be in (0, 1], got {retry_discount!r}")
+        raise ConfigError(f"reasoning_gym_env: retry_discount must be in (0, 1], got {retry_discount!r}")
     try:  # build the dataset now so that a bad config fails here, not in the first episode
         _dataset(dataset, size, dataset_seed, None, dataset_kwargs)
     except Exception as error:
-        raise ValueError(f"reasoning_gym_env: dataset {dataset!r} rejects {dataset_kwargs}: {error}") from error
+        raise ConfigError(f"reasoning_gym_env: dataset {dataset!r} rejects {dataset_kwargs}: {error}") from error
     return functools.partial(
         ReasoningGymEnv,
         dataset,

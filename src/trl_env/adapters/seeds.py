@@ -19,6 +19,8 @@ import importlib
 import re
 from typing import Any
 
+from trl_env.errors import ConfigError, ConfigTypeError
+
 _TRAILING_INT = re.compile(r"([0-9]+)$")
 
 
@@ -37,7 +39,7 @@ def seed_index(seed: str, modulo: int | None = None) -> int:
         1
     """
     if not isinstance(seed, str):
-        raise TypeError(f"seeds are strings, got {type(seed).__name__} {seed!r}")
+        raise ConfigTypeError(f"seeds are strings, got {type(seed).__name__} {seed!r}")
     match = _TRAILING_INT.search(seed.strip())
     if match:
         value = int(match.group(1))
@@ -45,7 +47,7 @@ def seed_index(seed: str, modulo: int | None = None) -> int:
         value = int.from_bytes(hashlib.sha256(seed.encode("utf-8")).digest()[:8], "big")
     if modulo is not None:
         if modulo < 1:
-            raise ValueError(f"modulo must be >= 1, got {modulo}")
+            raise ConfigError(f"modulo must be >= 1, got {modulo}")
         value %= modulo
     return value
 
@@ -70,11 +72,11 @@ def resolve(spec: Any, what: str) -> Any:
         return spec
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
-        raise ValueError(f"{what}: expected a callable or a 'module:attribute' string, got {spec!r}")
+        raise ConfigError(f"{what}: expected a callable or a 'module:attribute' string, got {spec!r}")
     obj: Any = importlib.import_module(module_name)
     for part in attribute.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise ValueError(f"{what}: {module_name!r} has no attribute {attribute!r}") from None
+            raise ConfigError(f"{what}: {module_name!r} has no attribute {attribute!r}") from None
     return obj

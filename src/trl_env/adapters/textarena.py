@@ -57,6 +57,7 @@ from trl_env.adapters.textarena_opponents import (
     resolve_opponent,
 )
 from trl_env.adapters.textarena_outcome import end_reason, game_over_line, has_win, success_of
+from trl_env.errors import BackendError, ConfigError
 
 __all__ = [
     "LEGAL_MOVE_GAMES", "OFFLINE_SINGLE_PLAYER", "OFFLINE_TWO_PLAYER", "OPPONENTS", "LegalMovePolicy",
@@ -224,7 +225,7 @@ class TextArenaEnv:
             if pid == self.player_id:
                 return self._render(pid, observations)
             if self.opponent is None:
-                raise RuntimeError(f"{self.game_id}: seat {pid} is to move but textarena_env got no opponent")
+                raise BackendError(f"{self.game_id}: seat {pid} is to move but textarena_env got no opponent")
             if opponent_moves >= MAX_OPPONENT_MOVES:  # a turn of many moves (a card game's draws) never handed back
                 self.alive, self.truncated = False, True
                 return f"The game was stopped: the opponent made {opponent_moves} moves in a row."
@@ -306,18 +307,18 @@ def textarena_env(
         >>> textarena_env("TicTacToe-v0")
         Traceback (most recent call last):
         ...
-        ValueError: textarena_env('TicTacToe-v0'): the game rejects 1 player(s) (The number of players has to be 2, \
+        trl_env.errors.ConfigError: textarena_env('TicTacToe-v0'): the game rejects 1 player(s) (The number of players has to be 2, \
 received 1); pass opponent= for the other seats: opponent="random" (a random legal move; on the command line \
 --env-kwargs '{"game_id": "TicTacToe-v0", "opponent": "random"}') or your own function
     """
     if game_id not in ENV_REGISTRY:
         close = [i for i in ENV_REGISTRY if i.lower().startswith(game_id.lower()[:4])][:5]
-        raise ValueError(f"textarena_env: unknown game_id {game_id!r} (similar ids: {close})")
+        raise ConfigError(f"textarena_env: unknown game_id {game_id!r} (similar ids: {close})")
     env = TextArenaEnv(game_id, opponent=opponent, player_id=player_id, num_players=num_players,
                        format_actions=format_actions, max_steps=max_steps, max_action_chars=max_action_chars,
                        env_kwargs=env_kwargs)  # fmt: skip
     if not 0 <= player_id < env.num_players:
-        raise ValueError(f"textarena_env: player_id {player_id} is not a seat of a {env.num_players}-player game")
+        raise ConfigError(f"textarena_env: player_id {player_id} is not a seat of a {env.num_players}-player game")
     try:  # one reset now, so that a game that needs a download or the wrong player count fails here
         env.reset("0")
     except (AssertionError, ValueError) as error:
@@ -331,7 +332,7 @@ received 1); pass opponent= for the other seats: opponent="random" (a random leg
             f"textarena_env({game_id!r}): the game rejects {env.num_players} player(s) ({error}){hint}"
         ) from error
     except Exception as error:
-        raise RuntimeError(f"textarena_env({game_id!r}) cannot start here: {type(error).__name__}: {error}") from error
+        raise BackendError(f"textarena_env({game_id!r}) cannot start here: {type(error).__name__}: {error}") from error
     return functools.partial(TextArenaEnv, game_id, opponent=opponent, player_id=player_id, num_players=num_players,
                              format_actions=format_actions, max_steps=max_steps, max_action_chars=max_action_chars,
                              env_kwargs=env_kwargs)  # fmt: skip

@@ -43,6 +43,7 @@ from jericho.jericho import UnsupportedGameWarning
 
 from trl_env.adapters.actions import clean_text, cut_utf8
 from trl_env.adapters.seeds import seed_index
+from trl_env.errors import ConfigError
 
 # Jericho warns on every start that it has no score/move detection for TextWorld's games;
 # TextWorld reads the score itself, so the warning says nothing about these envs.
@@ -235,7 +236,7 @@ def textworld_env(
         >>> textworld_env(world_size=0)
         Traceback (most recent call last):
         ...
-        ValueError: textworld_env: world_size must be an integer >= 1, got 0
+        trl_env.errors.ConfigError: textworld_env: world_size must be an integer >= 1, got 0
     """
     checks = [
         ("world_size", world_size, 1),
@@ -249,7 +250,7 @@ def textworld_env(
         checks.append(("num_games", num_games, 1))
     for name, value, low in checks:
         if not isinstance(value, int) or value < low:
-            raise ValueError(f"textworld_env: {name} must be an integer >= {low}, got {value!r}")
+            raise ConfigError(f"textworld_env: {name} must be an integer >= {low}, got {value!r}")
     return functools.partial(
         TextWorldEnv,
         world_size=world_size,

@@ -45,6 +45,7 @@ from trl_env.adapters.actions import valid_unicode
 from trl_env.adapters.seeds import resolve
 from trl_env.chat.tool_calls import coerce_arguments, parse_tool_calls, tool_schema
 from trl_env.core import ToolResult
+from trl_env.errors import ConfigTypeError
 
 
 def _valid_arguments(value: Any) -> Any:
@@ -87,7 +88,7 @@ class TRLEnvironment:
     def __init__(self, environment_class: Callable[[], Any], max_tool_calling_iterations: int | None = None) -> None:
         self.inner = environment_class()
         if not callable(getattr(type(self.inner), "reset", None)):
-            raise TypeError(f"{type(self.inner).__name__} has no reset(): TRL's environment_factory requires one")
+            raise ConfigTypeError(f"{type(self.inner).__name__} has no reset(): TRL's environment_factory requires one")
         self.max_iterations = max_tool_calling_iterations
         self._tools = tool_methods(self.inner)
         self._by_name = {tool.__name__: tool for tool in self._tools}

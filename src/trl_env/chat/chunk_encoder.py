@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from trl_env.chat.chunks import special_token_strings
 from trl_env.chat.tool_turns import ToolTurns
 from trl_env.core import Processor, ToolResult, TurnDelimited
+from trl_env.errors import ConfigTypeError, TemplateError
 
 if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
     from transformers import PreTrainedTokenizerBase
@@ -39,7 +40,7 @@ class ChunkEncoder:
         self.tokenizer = tokenizer
         self.processor = processor
         if not isinstance(processor, TurnDelimited):
-            raise TypeError(
+            raise ConfigTypeError(
                 f"{type(processor).__name__} does not say how a model turn ends: give it the properties turn_end "
                 "(the special token that closes an assistant turn, e.g. '<|im_end|>') and after_turn_end (what the "
                 "template writes after it, e.g. '\\n') -- the TurnDelimited protocol of trl_env.core -- or build it "
@@ -49,7 +50,9 @@ class ChunkEncoder:
         self.after_turn_end: str = processor.after_turn_end
         ids = tokenizer.encode(self.turn_end, add_special_tokens=False)
         if len(ids) != 1:
-            raise ValueError(f"the end-of-turn text {self.turn_end!r} is {len(ids)} tokens, expected one special token")
+            raise TemplateError(
+                f"the end-of-turn text {self.turn_end!r} is {len(ids)} tokens, expected one special token"
+            )
         self.turn_end_id: int = ids[0]
         self._special_ids = {s: tokenizer.convert_tokens_to_ids(s) for s in special_token_strings(tokenizer)}
         self.special_tokens: list[str] = list(self._special_ids)
@@ -73,14 +76,14 @@ class ChunkEncoder:
     def _split_template(render, name: str) -> tuple[str, str]:
         text = render(PLACEHOLDER)
         if text.count(PLACEHOLDER) != 1:
-            raise ValueError(f"processor.{name}(text) must contain the text exactly once; got {text!r}")
+            raise TemplateError(f"processor.{name}(text) must contain the text exactly once; got {text!r}")
         prefix, suffix = text.split(PLACEHOLDER)
         return prefix, suffix
 
     def _content(self, render, prefix: str, suffix: str, text: str) -> str:
         full = render(text)
         if not (full.startswith(prefix) and full.endswith(suffix) and len(full) >= len(prefix) + len(suffix)):
-            raise ValueError(f"processor output {full!r} does not keep the markup {prefix!r} ... {suffix!r}")
+            raise TemplateError(f"processor output {full!r} does not keep the markup {prefix!r} ... {suffix!r}")
         return full[len(prefix) : len(full) - len(suffix)]
 
     def encode_markup(self, markup: str) -> list[int]:

@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from trl_env.errors import TemplateError
+
 if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
     from transformers import PreTrainedTokenizerBase
 
@@ -52,7 +54,7 @@ class ChatChunks:
         if not prompt:
             return self.bare_prefix
         if not self.has_system_role:
-            raise ValueError(
+            raise TemplateError(
                 "this chat template has no system role (it folds or rejects system messages); pass "
                 "system_prompt='' and put the instructions in the environment's first delta, or use a preset"
             )

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from trl_env.chat.chunked_processor import ChunkedProcessor
 from trl_env.chat.chunks import ChatChunks
 from trl_env.chat.tool_formats import HERMES, QWEN3_5_XML
+from trl_env.errors import ConfigError
 
 THINK = ("<think>", "</think>")
 GEMMA4_THOUGHT = ("<|channel>thought\n", "<channel|>")
@@ -162,4 +163,4 @@ def preset(name: str) -> ChunkedProcessor:
     try:
         return PRESETS[name]()
     except KeyError:
-        raise ValueError(f"unknown preset {name!r}; known presets: {', '.join(sorted(PRESETS))}") from None
+        raise ConfigError(f"unknown preset {name!r}; known presets: {', '.join(sorted(PRESETS))}") from None

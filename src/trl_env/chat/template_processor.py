@@ -29,6 +29,7 @@ from trl_env.chat.parsing import parse_with_response_template
 from trl_env.chat.presets import GEMMA4_THOUGHT, THINK
 from trl_env.chat.tool_formats import format_of_template
 from trl_env.core import ParsedOutput
+from trl_env.errors import TemplateError
 
 if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
     from transformers import PreTrainedTokenizerBase
@@ -37,7 +38,7 @@ SYSTEM, USER_1, ASSISTANT_1, USER_2 = "SYSTEMQXZ", "USERONEQXZ", "ASSISTANTONEQX
 PADDED_USER = " \nUSERPADQXZ \n"
 
 
-class ChunkingError(ValueError):
+class ChunkingError(TemplateError):
     """The chat template cannot be cut into additive chunks."""
 
 
@@ -175,7 +176,7 @@ class ChatTemplateProcessor(ChunkedProcessor):
         template_kwargs: dict[str, Any] = {}
         if thinking is not None:
             if "enable_thinking" not in template:
-                raise ValueError("thinking= was given but this chat template has no enable_thinking switch")
+                raise TemplateError("thinking= was given but this chat template has no enable_thinking switch")
             template_kwargs["enable_thinking"] = thinking
         super().__init__(
             derive_chunks(tokenizer, template_kwargs),

@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from trl_env.errors import ConfigTypeError
+
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 _LINE = re.compile(r"<tool_call>(\{.*?\})</tool_call>", re.DOTALL)
 
@@ -100,7 +102,7 @@ def tool_schema(tool: Callable[..., Any] | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(tool, Mapping):
         return json.loads(json.dumps(tool))  # plain, picklable JSON values; fails early on non-JSON content
     if not callable(tool):
-        raise TypeError(f"a tool must be a function or a JSON schema (dict), got {type(tool).__name__}")
+        raise ConfigTypeError(f"a tool must be a function or a JSON schema (dict), got {type(tool).__name__}")
     from transformers.utils import get_json_schema
 
     return get_json_schema(tool)

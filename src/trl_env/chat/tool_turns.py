@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from trl_env.chat.chunked_processor import ChunkedProcessor
 from trl_env.core import ToolResult
+from trl_env.errors import ConfigError, DataError, TemplateError
 
 if TYPE_CHECKING:
     from trl_env.chat.chunk_encoder import ChunkEncoder
@@ -49,7 +50,7 @@ class ToolTurns:
         self.encoder = encoder
         self.tokenizer = encoder.tokenizer
         if not self.tokenizer.chat_template:
-            raise ValueError("a tool env needs a tokenizer whose chat template renders tools and tool messages")
+            raise TemplateError("a tool env needs a tokenizer whose chat template renders tools and tool messages")
         processor = encoder.processor
         self.template_kwargs: dict[str, Any] = (
             dict(processor.template_kwargs) if isinstance(processor, ChunkedProcessor) else {}
@@ -81,7 +82,7 @@ class ToolTurns:
         layout = self.render([*opening, {"role": "user", "content": USER}], tools, True)
         head, tail = _split_once(layout, USER, "the user message of the prompt")
         if not tail == self.encoder.generation_prompt_tail:
-            raise ValueError(
+            raise TemplateError(
                 f"with tools the chat template ends the prompt with {tail!r}, the processor with "
                 f"{self.encoder.generation_prompt_tail!r}: use the processor cut from this template"
             )
@@ -93,7 +94,7 @@ class ToolTurns:
         text = "".join(part for part, _ in parts)
         actual = self.render([*self._opening(system_prompt), {"role": "user", "content": delta}], tools, True)
         if text != actual:
-            raise ValueError(f"could not place the env's text in the template's prompt: {actual!r} != {text!r}")
+            raise TemplateError(f"could not place the env's text in the template's prompt: {actual!r} != {text!r}")
         return self.encoder.encode_parts(parts), text
 
     def _opening(self, system_prompt: str) -> list[dict[str, str]]:
@@ -111,7 +112,7 @@ class ToolTurns:
         text = json.dumps(list(tools), ensure_ascii=False)
         for special in self.encoder.special_tokens:
             if special in text:
-                raise ValueError(f"a tool declaration spells the special token {special!r}; rename or reword it")
+                raise ConfigError(f"a tool declaration spells the special token {special!r}; rename or reword it")
 
     # --- the tool chunk ----------------------------------------------------------------------------
 
@@ -136,7 +137,7 @@ class ToolTurns:
             <BLANKLINE>
         """
         if not results:
-            raise ValueError("tool_chunk needs at least one tool result")
+            raise DataError("tool_chunk needs at least one tool result")
         name = results[0].name
         markup = self._layout(name, len(results), bool(delta))
         parts: list[tuple[str, bool]] = [((self.encoder.turn_end if close_turn else "") + markup[0], True)]
@@ -148,7 +149,9 @@ class ToolTurns:
         actual = self._after_call(self._conversation(name, [r.content for r in results], delta))
         expected = (self.encoder.turn_end if close_turn else "") + actual
         if text != expected:
-            raise ValueError(f"could not place the tool results in the template's rendering: {expected!r} != {text!r}")
+            raise TemplateError(
+                f"could not place the tool results in the template's rendering: {expected!r} != {text!r}"
+            )
         return self.encoder.encode_parts(parts), text
 
     def _conversation(self, name: str, contents: Sequence[str], delta: str) -> list[dict[str, Any]]:
@@ -168,7 +171,7 @@ class ToolTurns:
         position = full.find(ARGUMENT)
         end = full.find(self.encoder.turn_end, position)
         if position < 0 or end < 0:
-            raise ValueError(
+            raise TemplateError(
                 "the chat template does not render an assistant tool call followed by its end-of-turn token "
                 f"{self.encoder.turn_end!r}; it cannot be used with a tool env"
             )
@@ -192,12 +195,12 @@ class ToolTurns:
         layout = self._layout(result.name, 1, False)
         text = self._after_call(self._conversation(result.name, [result.content], ""))
         if not (text.startswith(layout[0]) and text.endswith(layout[1])):
-            raise ValueError(f"the chat template renders the tool result {result.content!r:.60} unexpectedly")
+            raise TemplateError(f"the chat template renders the tool result {result.content!r:.60} unexpectedly")
         return text[len(layout[0]) : len(text) - len(layout[1])]
 
 
 def _split_once(text: str, sentinel: str, what: str) -> tuple[str, str]:
     if text.count(sentinel) != 1:
-        raise ValueError(f"the chat template renders {what} {text.count(sentinel)} times, expected once")
+        raise TemplateError(f"the chat template renders {what} {text.count(sentinel)} times, expected once")
     before, after = text.split(sentinel)
     return before, after

@@ -25,12 +25,13 @@ from typing import Any
 
 from trl_env.cli.factory_kwargs import check_factory_kwargs
 from trl_env.engine.config import RolloutConfig
+from trl_env.errors import TrlEnvError
 
 # RolloutConfig fields with no flag: trl-env train takes the episode budget from its own settings
 _NOT_FLAGS = {"check_invariants", "reuse_envs"}
 
 
-class UsageError(Exception):
+class UsageError(TrlEnvError):
     """A command-line mistake: printed as one line, exit status 2."""
 
 

@@ -108,7 +108,6 @@ def run(args: argparse.Namespace) -> int:
         lora_alpha=args.lora_alpha,
         beta=args.beta,
         temperature=args.temperature,
-        max_completion_tokens=config.max_completion_tokens or 1024,
         max_minutes=args.max_minutes,
         seed=args.seed,
         output_dir=args.output_dir,

@@ -11,11 +11,11 @@ Example:
     >>> RolloutConfig(max_turns=0)
     Traceback (most recent call last):
     ...
-    ValueError: RolloutConfig.max_turns must be >= 1, got 0
+    trl_env.errors.ConfigError: RolloutConfig.max_turns must be >= 1, got 0
     >>> RolloutConfig.from_kwargs(max_turn=3)
     Traceback (most recent call last):
     ...
-    TypeError: unknown rollout setting 'max_turn'; the RolloutConfig fields are: system_prompt, max_turns, ...
+    trl_env.errors.ConfigTypeError: unknown rollout setting 'max_turn'; the RolloutConfig fields are: system_prompt, ...
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from trl_env.engine.tree import TreeShape
+from trl_env.errors import ConfigError, ConfigTypeError
 
 OnEnvError = Literal["fail_episode", "raise"]
 ON_ENV_ERROR: tuple[str, ...] = ("fail_episode", "raise")
@@ -41,7 +42,14 @@ def _doc(text: str, **extra: Any) -> Any:
 
 @dataclass(frozen=True)
 class RolloutConfig:
-    """Budgets and policies of a rollout (every field is also a ``trl-env eval/train`` flag)."""
+    """Budgets and policies of a rollout (every field is also a ``trl-env eval/train`` flag).
+
+    The episode token budget has one source. When training, it is the trainer's
+    ``GRPOConfig.max_completion_length``: ``make_rollout_func`` uses it when ``max_completion_tokens`` is None
+    and refuses a larger value (a smaller one is a tighter budget per episode); ``build_trainer`` and
+    ``trl-env train`` write ``max_completion_tokens`` (1024 when None) into that field. Elsewhere
+    (``rollout()``, ``evaluate``) ``max_completion_tokens`` is the budget, and None means none.
+    """
 
     system_prompt: str = field(default="", metadata=_doc("system prompt of every episode (empty: none)"))
     max_turns: int = field(default=8, metadata=_doc("model turns per episode"))
@@ -49,8 +57,8 @@ class RolloutConfig:
     max_completion_tokens: int | None = field(
         default=None,
         metadata=_doc(
-            "completion tokens per episode, env tokens included; under make_rollout_func the trainer's "
-            "max_completion_length (a value here must not exceed it); None elsewhere: no episode budget"
+            "completion tokens per episode, env tokens included; None: when training the trainer's "
+            "max_completion_length (a value here must not exceed it; trl-env train: 1024), else no episode budget"
         ),
     )
     max_env_tokens: int = field(
@@ -119,34 +127,34 @@ class RolloutConfig:
             value = getattr(self, f.name)
             if f.type in ("int", "int | None") and value is not None:
                 if isinstance(value, bool) or not isinstance(value, int):
-                    raise TypeError(f"RolloutConfig.{f.name} must be an int, got {value!r}")
+                    raise ConfigTypeError(f"RolloutConfig.{f.name} must be an int, got {value!r}")
                 if value < 1:
-                    raise ValueError(f"RolloutConfig.{f.name} must be >= 1, got {value}")
+                    raise ConfigError(f"RolloutConfig.{f.name} must be >= 1, got {value}")
         if self.env_timeout is not None and not (
             isinstance(self.env_timeout, int | float) and math.isfinite(self.env_timeout) and self.env_timeout > 0
         ):
-            raise ValueError(
+            raise ConfigError(
                 f"RolloutConfig.env_timeout must be a positive number of seconds, got {self.env_timeout!r}"
             )
         if self.env_isolation not in ENV_ISOLATION:
-            raise ValueError(f"RolloutConfig.env_isolation must be one of {ENV_ISOLATION}, got {self.env_isolation!r}")
+            raise ConfigError(f"RolloutConfig.env_isolation must be one of {ENV_ISOLATION}, got {self.env_isolation!r}")
         if self.schedule not in SCHEDULE:
-            raise ValueError(f"RolloutConfig.schedule must be one of {SCHEDULE}, got {self.schedule!r}")
+            raise ConfigError(f"RolloutConfig.schedule must be one of {SCHEDULE}, got {self.schedule!r}")
         window = self.gather_window
         if window is not None and (
             isinstance(window, bool) or not (isinstance(window, int | float) and math.isfinite(window) and window >= 0)
         ):
-            raise ValueError(f"RolloutConfig.gather_window must be a number of seconds >= 0 or None, got {window!r}")
+            raise ConfigError(f"RolloutConfig.gather_window must be a number of seconds >= 0 or None, got {window!r}")
         if self.on_env_error not in ON_ENV_ERROR:
-            raise ValueError(f"RolloutConfig.on_env_error must be one of {ON_ENV_ERROR}, got {self.on_env_error!r}")
+            raise ConfigError(f"RolloutConfig.on_env_error must be one of {ON_ENV_ERROR}, got {self.on_env_error!r}")
         if self.failure_reward is not None and (
             not isinstance(self.failure_reward, int | float) or not math.isfinite(self.failure_reward)
         ):
-            raise ValueError(f"RolloutConfig.failure_reward must be a finite number, got {self.failure_reward!r}")
+            raise ConfigError(f"RolloutConfig.failure_reward must be a finite number, got {self.failure_reward!r}")
         if self.tree is not None and not isinstance(self.tree, TreeShape):
-            raise TypeError(f"RolloutConfig.tree must be a TreeShape or None, got {self.tree!r}")
+            raise ConfigTypeError(f"RolloutConfig.tree must be a TreeShape or None, got {self.tree!r}")
         if not isinstance(self.system_prompt, str):
-            raise TypeError(f"RolloutConfig.system_prompt must be a str, got {type(self.system_prompt).__name__}")
+            raise ConfigTypeError(f"RolloutConfig.system_prompt must be a str, got {type(self.system_prompt).__name__}")
 
     @classmethod
     def from_kwargs(cls, base: RolloutConfig | None = None, **overrides: Any) -> RolloutConfig:
@@ -166,5 +174,7 @@ class RolloutConfig:
         names = [f.name for f in dataclasses.fields(cls)]
         unknown = [name for name in overrides if name not in names]
         if unknown:
-            raise TypeError(f"unknown rollout setting {unknown[0]!r}; the RolloutConfig fields are: {', '.join(names)}")
+            raise ConfigTypeError(
+                f"unknown rollout setting {unknown[0]!r}; the RolloutConfig fields are: {', '.join(names)}"
+            )
         return dataclasses.replace(base or cls(), **overrides)

@@ -43,6 +43,7 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from trl_env.engine.env_worker import EnvHost, Outcome, child_main, thread_main
+from trl_env.errors import TrlEnvError
 
 START_METHOD = "forkserver"
 _KILLED = ("killed",)
@@ -87,7 +88,7 @@ def _starting_worker():
         _STARTING_WORKER.active = False
 
 
-class WorkerLost(Exception):
+class WorkerLost(TrlEnvError):
     """The worker did not answer: ``kind`` is ``"timeout"`` or ``"crash"``."""
 
     def __init__(self, kind: str, message: str) -> None:

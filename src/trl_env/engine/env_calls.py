@@ -14,9 +14,10 @@ Example:
 from __future__ import annotations
 
 from trl_env.engine.env_types import EnvContractError
+from trl_env.errors import TrlEnvError
 
 __all__ = ["EnvContractError", "EnvError"]
 
 
-class EnvError(RuntimeError):
+class EnvError(TrlEnvError, RuntimeError):
     """An environment raised, timed out or crashed under ``on_env_error="raise"``."""

@@ -54,6 +54,7 @@ from trl_env.engine.env_types import EnvContractError, EnvFault, EnvReply
 from trl_env.engine.isolation import pickle_for_worker
 from trl_env.engine.pool_state import PoolState
 from trl_env.engine.pool_worker import Task
+from trl_env.errors import ConfigError, ConfigTypeError
 
 __all__ = ["EnvContractError", "EnvFault", "EnvPool", "EnvReply", "EnvSlot", "Isolation"]
 
@@ -110,13 +111,13 @@ class EnvPool:
         reuse_envs: bool = False,
     ) -> None:
         if not callable(env_factory):
-            raise TypeError(f"EnvPool env_factory must be callable (a class or function), got {env_factory!r}")
+            raise ConfigTypeError(f"EnvPool env_factory must be callable (a class or function), got {env_factory!r}")
         if isolation not in ("thread", "process"):
-            raise ValueError(f"EnvPool isolation must be 'thread' or 'process', got {isolation!r}")
+            raise ConfigError(f"EnvPool isolation must be 'thread' or 'process', got {isolation!r}")
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ValueError(f"EnvPool workers must be an int >= 1, got {workers!r}")
+            raise ConfigError(f"EnvPool workers must be an int >= 1, got {workers!r}")
         if timeout is not None and (isinstance(timeout, bool) or not timeout > 0 or not math.isfinite(timeout)):
-            raise ValueError(f"EnvPool timeout must be a positive number of seconds or None, got {timeout!r}")
+            raise ConfigError(f"EnvPool timeout must be a positive number of seconds or None, got {timeout!r}")
         self.isolation, self.workers, self.timeout, self.reuse_envs = isolation, workers, timeout, reuse_envs
         if isolation == "process":
             data = pickle_for_worker(env_factory)
@@ -134,7 +135,7 @@ class EnvPool:
             The episode's slot and a future of the reset's :class:`EnvReply` or :class:`EnvFault`.
         """
         if not isinstance(seed, str):
-            raise TypeError(f"EnvPool.reset seed must be a str, got {type(seed).__name__} {seed!r}")
+            raise ConfigTypeError(f"EnvPool.reset seed must be a str, got {type(seed).__name__} {seed!r}")
         return self._state.reset(lambda index: EnvSlot(self._state, seed, index), seed)
 
     def step(self, slot: EnvSlot, action: str) -> Future[EnvReply | EnvFault]:
@@ -146,7 +147,7 @@ class EnvPool:
             ValueError: the slot is from another pool or was released.
         """
         if not isinstance(action, str):
-            raise TypeError(f"EnvPool.step action must be a str, got {type(action).__name__} {action!r}")
+            raise ConfigTypeError(f"EnvPool.step action must be a str, got {type(action).__name__} {action!r}")
         self._check(slot)
         return self._state.submit(slot, "step", action)
 
@@ -225,6 +226,6 @@ class EnvPool:
 
     def _check(self, slot: EnvSlot) -> None:
         if not isinstance(slot, EnvSlot) or slot._pool is not self._state:
-            raise ValueError(f"{slot!r} is not a slot of this EnvPool")
+            raise ConfigError(f"{slot!r} is not a slot of this EnvPool")
         if slot._released:
-            raise ValueError(f"{slot!r} was released; reset() a new one")
+            raise ConfigError(f"{slot!r} was released; reset() a new one")

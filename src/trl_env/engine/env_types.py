@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from trl_env.core import ToolResult
+from trl_env.errors import TrlEnvError
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class EnvFault:
     message: str
 
 
-class EnvContractError(TypeError):
+class EnvContractError(TrlEnvError, TypeError):
     """The env broke the protocol; the message names the env class, the method and the seed."""
 
 

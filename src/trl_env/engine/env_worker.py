@@ -51,6 +51,7 @@ from typing import Any
 from trl_env.core import Closable, ReportsMetrics, ToolResult, UsesTools
 from trl_env.engine.env_values import check_metrics, describe, to_alive, to_reward, to_text
 from trl_env.engine.forking import ForkError, fork_bytes, fork_env
+from trl_env.errors import DataError
 
 Outcome = tuple[Any, ...]
 
@@ -100,7 +101,7 @@ class EnvHost:
             if not self.in_episode or self.env is None:
                 return ("contract", f"step({arg!r}) with no env: reset() did not build one or the slot was released")
             return self._call(self.env, "step", arg)
-        raise ValueError(f"unknown env-worker operation {op!r}")
+        raise DataError(f"unknown env-worker operation {op!r}")
 
     def _reset(self, seed: str) -> Outcome:
         self.seed, self.in_episode = seed, True

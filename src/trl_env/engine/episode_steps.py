@@ -33,6 +33,7 @@ from trl_env.engine.env_calls import EnvError
 from trl_env.engine.env_pool import EnvFault, EnvPool, EnvReply, EnvSlot
 from trl_env.engine.tree import leaf_nodes
 from trl_env.episode import Episode, SegmentKind, StopReason, Turn
+from trl_env.errors import ConfigError
 from trl_env.generation.base import cut_at_stop
 
 if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
@@ -107,7 +108,7 @@ class EpisodeSteps:
         blocks = [list(seeds[i : i + size]) for i in range(0, len(seeds), size)]
         bad = next((block for block in blocks if len(block) != size or len(set(block)) != 1), None)
         if bad is not None:
-            raise ValueError(
+            raise ConfigError(
                 f"a tree rollout ({self.config.tree}) plays each block of {size} consecutive seeds as one root, "
                 f"so there must be a multiple of {size} seeds, equal within each block; got the block {bad}"
             )

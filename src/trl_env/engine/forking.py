@@ -37,6 +37,7 @@ import pickle
 from typing import Any
 
 from trl_env.core import Env, Forkable
+from trl_env.errors import TrlEnvError
 
 __all__ = ["ForkError", "fork_bytes", "fork_env"]
 
@@ -46,7 +47,7 @@ ADVICE = (
 )
 
 
-class ForkError(TypeError):
+class ForkError(TrlEnvError, TypeError):
     """An env that cannot be copied; the message names its class, the cause and the fix."""
 
 

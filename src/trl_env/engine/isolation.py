@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Callable
 
 from trl_env.core import Env
+from trl_env.errors import ConfigTypeError
 
 
 def factory_name(env_factory: Callable[..., object]) -> str:
@@ -58,7 +59,7 @@ def pickle_for_worker(env_factory: Callable[..., object]) -> bytes:
         >>> pickle_for_worker(lambda: None)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        TypeError: env_factory <lambda> cannot go to a worker process: it is not picklable ...
+        trl_env.errors.ConfigTypeError: env_factory <lambda> cannot go to a worker process: it is not picklable ...
     """
     name = factory_name(env_factory)
     advice = (
@@ -71,10 +72,10 @@ def pickle_for_worker(env_factory: Callable[..., object]) -> bytes:
         finder.dump(env_factory)
     except Exception as error:
         message = f"env_factory {name} cannot go to a worker process: it is not picklable ({error}); {advice}"
-        raise TypeError(message) from error
+        raise ConfigTypeError(message) from error
     if finder.main_object is not None:
         where = getattr(finder.main_object, "__qualname__", repr(finder.main_object))
-        raise TypeError(
+        raise ConfigTypeError(
             f"env_factory {name} cannot go to a worker process: {where} is defined in the script being run "
             f"(__main__), which workers do not import; {advice}"
         )
@@ -94,7 +95,7 @@ def choose_isolation(env_factory: Callable[[], Env], isolation: str) -> str:
         return isolation
     try:
         pickle_for_worker(env_factory)
-    except TypeError as error:
+    except ConfigTypeError as error:
         reason = str(error).split(": ", 1)[-1].split("; ")[0]
     else:
         return "process"

@@ -20,6 +20,7 @@ from typing import Any
 
 from trl_env.engine.env_types import EnvFault
 from trl_env.engine.pool_worker import PoolWorker, Task
+from trl_env.errors import BackendError
 
 CLOSE_GRACE_S = 1.0  # how long close() lets idle workers run their envs' close()
 _LIVE: weakref.WeakSet[PoolState] = weakref.WeakSet()
@@ -50,7 +51,7 @@ class PoolState:
         """A new slot whose first call is ``reset(seed)``, bound to a free worker or queued."""
         with self.lock:
             if self.closed:
-                raise RuntimeError("EnvPool is closed")
+                raise BackendError("EnvPool is closed")
             slot = make_slot(self.slots_made)
             self.slots_made += 1
             future = self._future()
@@ -70,7 +71,7 @@ class PoolState:
         """
         with self.lock:
             if self.closed:
-                raise RuntimeError("EnvPool is closed")
+                raise BackendError("EnvPool is closed")
             slot = make_slot(self.slots_made)
             self.slots_made += 1
             if source._fault is not None:  # the source's env is gone: so is its copy
@@ -120,7 +121,7 @@ class PoolState:
                 slot._released = True
             if self.closed:
                 if op == "step":
-                    raise RuntimeError("EnvPool is closed")
+                    raise BackendError("EnvPool is closed")
                 return _done(None)
             if slot._fault is not None:  # the env was lost: nothing can run on it
                 return _done(slot._fault if op == "step" else None)

@@ -42,6 +42,7 @@ from trl_env.engine.episode_steps import EpisodeSteps
 from trl_env.engine.isolation import choose_isolation, factory_name
 from trl_env.engine.schedulers import RolloutStats, play_per_episode, play_turn_synchronous
 from trl_env.episode import Episode
+from trl_env.errors import ConfigError, ConfigTypeError
 
 if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
     from transformers import PreTrainedTokenizerBase
@@ -106,7 +107,7 @@ class RolloutEngine:
     def run(self, env_factory: Callable[[], Env], seeds: Sequence[str], *, progress: bool = False) -> list[Episode]:
         """Play one episode per seed; return them in seed order."""
         if not callable(env_factory):
-            raise TypeError(f"env_factory must be a class or function that makes a new env, got {env_factory!r}")
+            raise ConfigTypeError(f"env_factory must be a class or function that makes a new env, got {env_factory!r}")
         try:
             return self._run(env_factory, seeds, progress)
         except BaseException:
@@ -166,7 +167,7 @@ def rollout(
     if tokenizer is None:
         carrier = next((obj for obj in (processor, generator) if isinstance(obj, HasTokenizer)), None)
         if carrier is None:
-            raise ValueError("rollout() needs tokenizer= when neither the processor nor the generator carries one")
+            raise ConfigError("rollout() needs tokenizer= when neither the processor nor the generator carries one")
         tokenizer = carrier.tokenizer
     engine = RolloutEngine(generator, processor, tokenizer, RolloutConfig.from_kwargs(config, **settings))
     try:

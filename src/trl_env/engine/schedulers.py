@@ -40,6 +40,7 @@ from tqdm.auto import tqdm
 from trl_env.core import CollectiveGenerator, ConcurrentGenerator, Generation, Generator
 from trl_env.engine.episode_steps import EpisodeSteps, LiveEpisode
 from trl_env.episode import Episode
+from trl_env.errors import BackendError
 
 MIN_WINDOW = 0.01  # seconds: the adaptive gathering window's floor (before the first call, too)
 
@@ -126,7 +127,7 @@ def _generate(generator: Generator, runs: list[LiveEpisode], steps: EpisodeSteps
     generations = generator.generate([run.context for run in runs], budget)
     stats.busy(start, time.perf_counter())
     if len(generations) != len(runs):
-        raise RuntimeError(f"generator returned {len(generations)} results for {len(runs)} contexts")
+        raise BackendError(f"generator returned {len(generations)} results for {len(runs)} contexts")
     if runs:
         stats.generate_calls += 1
         stats.contexts += len(runs)
@@ -269,7 +270,7 @@ class _PerEpisode:
 
     def _after_generation(self, runs: list[LiveEpisode], generations: list[Generation]) -> None:
         if len(generations) != len(runs):
-            raise RuntimeError(f"generator returned {len(generations)} results for {len(runs)} contexts")
+            raise BackendError(f"generator returned {len(generations)} results for {len(runs)} contexts")
         for run, generation in zip(runs, generations, strict=True):
             if self.steps.after_generation(run, generation):
                 self.pending[self.steps.pool.step(run.slot, run.turn.action)] = ("step", run)

@@ -19,13 +19,15 @@ Example:
     >>> shape.roots(6)
     Traceback (most recent call last):
     ...
-    ValueError: num_generations=6 is not a multiple of the 4 leaves per root of TreeShape(branch_turns=(1,), branches=4)
+    trl_env.errors.ConfigError: num_generations=6 is not a multiple of the 4 leaves per root of TreeShape(...)
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from trl_env.errors import ConfigError, ConfigTypeError
 
 __all__ = ["TreeShape", "leaf_nodes"]
 
@@ -47,9 +49,9 @@ class TreeShape:
     def __post_init__(self) -> None:
         turns = tuple(self.branch_turns) if isinstance(self.branch_turns, list | tuple) else None
         if turns is None or any(isinstance(t, bool) or not isinstance(t, int) for t in turns):
-            raise TypeError(f"TreeShape.branch_turns must be a tuple of ints, got {self.branch_turns!r}")
+            raise ConfigTypeError(f"TreeShape.branch_turns must be a tuple of ints, got {self.branch_turns!r}")
         if any(t < 1 for t in turns) or list(turns) != sorted(set(turns)):
-            raise ValueError(f"TreeShape.branch_turns must be increasing turn numbers >= 1, got {turns}")
+            raise ConfigError(f"TreeShape.branch_turns must be increasing turn numbers >= 1, got {turns}")
         branches = self.branches
         if isinstance(branches, int) and not isinstance(branches, bool):
             ok = branches >= 2
@@ -57,9 +59,9 @@ class TreeShape:
             branches = tuple(branches)
             ok = len(branches) == len(turns) and all(b >= 2 for b in branches)
         else:
-            raise TypeError(f"TreeShape.branches must be an int or a tuple of ints, got {self.branches!r}")
+            raise ConfigTypeError(f"TreeShape.branches must be an int or a tuple of ints, got {self.branches!r}")
         if not ok:
-            raise ValueError(
+            raise ConfigError(
                 f"TreeShape.branches must be >= 2: one number, or one per branch turn ({len(turns)}); got {branches!r}"
             )
         object.__setattr__(self, "branch_turns", turns)
@@ -86,9 +88,9 @@ class TreeShape:
             ValueError: ``num_generations`` is not a multiple of :attr:`leaves_per_root`.
         """
         if isinstance(num_generations, bool) or not isinstance(num_generations, int) or num_generations < 1:
-            raise ValueError(f"num_generations must be an int >= 1, got {num_generations!r}")
+            raise ConfigError(f"num_generations must be an int >= 1, got {num_generations!r}")
         if num_generations % self.leaves_per_root:
-            raise ValueError(
+            raise ConfigError(
                 f"num_generations={num_generations} is not a multiple of the {self.leaves_per_root} leaves per root "
                 f"of {self!r}"
             )
@@ -107,7 +109,7 @@ class TreeShape:
             numbers = [int(w) for w in widths.split(",")] if sep else []
             shape = cls(tuple(int(t) for t in turns.split(",")), numbers[0] if len(numbers) == 1 else tuple(numbers))
         except (TypeError, ValueError) as error:
-            raise ValueError(
+            raise ConfigError(
                 f"a tree shape reads TURNS x BRANCHES, e.g. '1x4' or '1,3x2,3'; got {text!r}: {error}"
             ) from None
         return shape

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trl_env.core import Generation
+from trl_env.errors import BackendError
 
 
 def cut_at_stop(ids: Sequence[int], logprobs: Sequence[float], stop_token_ids: Sequence[int]) -> Generation:
@@ -22,7 +23,7 @@ def cut_at_stop(ids: Sequence[int], logprobs: Sequence[float], stop_token_ids: S
         [1, 2]
     """
     if len(ids) != len(logprobs):
-        raise RuntimeError(f"generator returned {len(ids)} ids but {len(logprobs)} logprobs")
+        raise BackendError(f"generator returned {len(ids)} ids but {len(logprobs)} logprobs")
     stops = set(stop_token_ids)
     end = next((i + 1 for i, token in enumerate(ids) if token in stops), len(ids))
     return Generation(list(ids[:end]), [float(x) for x in logprobs[:end]])

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from trl_env.core import Processor, TurnDelimited
+from trl_env.errors import ConfigTypeError
 
 
 def autocast_context(model: Any, dtype: torch.dtype | None) -> Callable[[], Any] | None:
@@ -70,7 +71,7 @@ def stop_token_ids(model: Any, tokenizer: Any, processor: Processor) -> list[int
         [151645]
     """
     if not isinstance(processor, TurnDelimited):
-        raise TypeError(f"{type(processor).__name__} has no turn_end (see trl_env.core.TurnDelimited)")
+        raise ConfigTypeError(f"{type(processor).__name__} has no turn_end (see trl_env.core.TurnDelimited)")
     eos = model.generation_config.eos_token_id
     ids = [] if eos is None else ([eos] if isinstance(eos, int) else list(eos))
     for token in (tokenizer.convert_tokens_to_ids(processor.turn_end), tokenizer.eos_token_id):

@@ -30,6 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from trl_env.core import Generation
+from trl_env.errors import BackendError, ConfigError
 from trl_env.generation.base import cut_at_stop
 from trl_env.generation.vllm_engine import PROCESSED
 
@@ -49,14 +50,14 @@ def parse_choice(choice: dict[str, Any]) -> tuple[list[int], list[float]]:
     logprobs = choice.get("logprobs") or {}
     tokens, values = logprobs.get("tokens"), logprobs.get("token_logprobs")
     if tokens is None or values is None:
-        raise RuntimeError("the server returned no logprobs; is this a vLLM OpenAI-compatible server?")
+        raise BackendError("the server returned no logprobs; is this a vLLM OpenAI-compatible server?")
     if not all(isinstance(t, str) and t.startswith(TOKEN_PREFIX) for t in tokens):
-        raise RuntimeError("the server ignored return_tokens_as_token_ids; it needs to be a vLLM server")
+        raise BackendError("the server ignored return_tokens_as_token_ids; it needs to be a vLLM server")
     ids = [int(t[len(TOKEN_PREFIX) :]) for t in tokens]
     if choice.get("token_ids") is not None and list(choice["token_ids"]) != ids:
-        raise RuntimeError("the server's token_ids disagree with its logprob tokens")
+        raise BackendError("the server's token_ids disagree with its logprob tokens")
     if len(values) != len(ids) or any(v is None for v in values):
-        raise RuntimeError("the server returned a logprob list that does not match the sampled tokens")
+        raise BackendError("the server returned a logprob list that does not match the sampled tokens")
     return ids, [float(v) for v in values]
 
 
@@ -86,9 +87,9 @@ class OpenAIServerGenerator:
         check_logprobs_mode: bool = True,
     ) -> None:
         if temperature <= 0:
-            raise ValueError(f"temperature must be > 0 for sampling, got {temperature}")
+            raise ConfigError(f"temperature must be > 0 for sampling, got {temperature}")
         if not stop_token_ids:
-            raise ValueError("stop_token_ids is required: the end-of-turn token id(s)")
+            raise ConfigError("stop_token_ids is required: the end-of-turn token id(s)")
         root = base_url.rstrip("/")
         self.root = root[: -len("/v1")] if root.endswith("/v1") else root
         self.temperature = temperature
@@ -114,7 +115,7 @@ class OpenAIServerGenerator:
                 return json.loads(response.read())
         except urllib.error.HTTPError as error:
             detail = error.read().decode(errors="replace")[:500]
-            raise RuntimeError(f"{method} {self.root + path} failed with HTTP {error.code}: {detail}") from error
+            raise BackendError(f"{method} {self.root + path} failed with HTTP {error.code}: {detail}") from error
 
     def _check_logprobs_mode(self) -> None:
         try:
@@ -128,7 +129,7 @@ class OpenAIServerGenerator:
             return
         mode = ((info.get("vllm_config") or {}).get("model_config") or {}).get("logprobs_mode")
         if mode is not None and mode != PROCESSED:
-            raise ValueError(
+            raise ConfigError(
                 f"the server runs with --logprobs-mode {mode}; restart it with --logprobs-mode {PROCESSED}"
             )
 
@@ -168,7 +169,7 @@ class OpenAIServerGenerator:
             return []
         choices = self._request("POST", "/v1/completions", self.request_body(contexts, max_new_tokens))["choices"]
         if len(choices) != len(contexts):
-            raise RuntimeError(f"the server returned {len(choices)} choices for {len(contexts)} prompts")
+            raise BackendError(f"the server returned {len(choices)} choices for {len(contexts)} prompts")
         generations = []
         for choice in sorted(choices, key=lambda c: c["index"]):
             ids, logprobs = parse_choice(choice)

@@ -31,6 +31,7 @@ from transformers import DynamicCache, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.generation.logits_process import TopKLogitsWarper, TopPLogitsWarper
 
 from trl_env.core import Generation
+from trl_env.errors import ConfigError
 from trl_env.generation.base import cut_at_stop
 
 # generation_config fields that make model.generate process logits beyond temperature/top-k/top-p,
@@ -88,7 +89,7 @@ class TransformersGenerator:
         model_context: Callable[[], AbstractContextManager[PreTrainedModel]] | None = None,
     ) -> None:
         if temperature <= 0:
-            raise ValueError(f"temperature must be > 0 for sampling, got {temperature}")
+            raise ConfigError(f"temperature must be > 0 for sampling, got {temperature}")
         self.model = model
         self.tokenizer = tokenizer
         self.temperature = temperature

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from trl_env.core import Generation
+from trl_env.errors import BackendError, ConfigError
 from trl_env.generation.base import cut_at_stop
 
 PROCESSED = "processed_logprobs"
@@ -48,7 +49,7 @@ def sampled_logprobs(token_ids: Sequence[int], logprobs: Sequence[dict[int, Any]
     """
     if logprobs is None or len(logprobs) != len(token_ids):
         got = 0 if logprobs is None else len(logprobs)
-        raise RuntimeError(f"vLLM returned {got} logprobs for {len(token_ids)} tokens")
+        raise BackendError(f"vLLM returned {got} logprobs for {len(token_ids)} tokens")
     return [float(position[token].logprob) for token, position in zip(token_ids, logprobs, strict=True)]
 
 
@@ -81,10 +82,10 @@ class VLLMGenerator:
         stop_token_ids: Sequence[int] | None = None,
     ) -> None:
         if temperature <= 0:
-            raise ValueError(f"temperature must be > 0 for sampling, got {temperature}")
+            raise ConfigError(f"temperature must be > 0 for sampling, got {temperature}")
         mode = llm_logprobs_mode(llm)
         if mode is not None and mode != PROCESSED:
-            raise ValueError(
+            raise ConfigError(
                 f"the vllm.LLM was built with logprobs_mode={mode!r}; build it with logprobs_mode={PROCESSED!r} so "
                 "that logprobs are those of the sampling distribution (after temperature)"
             )

@@ -14,6 +14,8 @@ from tokenizers import AddedToken, normalizers
 from transformers import PreTrainedTokenizerFast
 from transformers.convert_slow_tokenizer import TikTokenConverter
 
+from trl_env.errors import BackendError
+
 QWEN2_SPLIT_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
@@ -86,7 +88,7 @@ def build_qwen3_tokenizer(cache_dir: str | Path | None = None) -> PreTrainedToke
         tokenizer.add_tokens([token], special_tokens=special)
         actual = tokenizer.convert_tokens_to_ids(content)
         if actual != FIRST_ADDED_ID + offset:
-            raise RuntimeError(f"added token {content!r} got id {actual}, expected {FIRST_ADDED_ID + offset}")
+            raise BackendError(f"added token {content!r} got id {actual}, expected {FIRST_ADDED_ID + offset}")
     tokenizer.eos_token = "<|im_end|>"
     tokenizer.pad_token = "<|endoftext|>"
     tokenizer.chat_template = trl_chat_template("qwen3")

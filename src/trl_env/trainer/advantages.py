@@ -61,6 +61,7 @@ from typing import Literal
 
 import torch
 
+from trl_env.errors import ConfigError, DataError
 from trl_env.trainer.credit_checks import check_credit_samples
 from trl_env.trainer.tree_advantages import tree_token_advantages
 
@@ -119,7 +120,7 @@ def group_normalized_rewards(rewards: torch.Tensor, num_generations: int, scale_
     elif scale_rewards == "batch":
         std = _nanstd(rewards).expand_as(rewards) if rewards.numel() > 1 else torch.zeros_like(rewards)
     else:
-        raise ValueError(f"scale_rewards must be 'group', 'batch' or 'none'; got {scale_rewards!r}")
+        raise ConfigError(f"scale_rewards must be 'group', 'batch' or 'none'; got {scale_rewards!r}")
     advantages = rewards - mean
     if scale_rewards != "none":
         advantages = advantages / (std + EPSILON)
@@ -150,7 +151,7 @@ def episode_advantages(samples: Sequence[EpisodeCredit], num_generations: int) -
         if sample.failed:
             rewards.append(float("nan"))
         elif sample.episode_reward is None or not math.isfinite(sample.episode_reward):
-            raise ValueError(f"sample {index}: episode_reward must be a finite number, got {sample.episode_reward!r}")
+            raise DataError(f"sample {index}: episode_reward must be a finite number, got {sample.episode_reward!r}")
         else:
             rewards.append(float(sample.episode_reward))
     return group_normalized_rewards(torch.tensor(rewards, dtype=torch.float32), num_generations)
@@ -241,7 +242,7 @@ def compute_advantages(
         [[0.0, 0.7070..., 0.7070..., 0.0], [-0.7070..., 0.0, 0.0, 0.0]]
     """
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}; got {mode!r}")
+        raise ConfigError(f"mode must be one of {MODES}; got {mode!r}")
     width = check_credit_samples(samples, num_generations, width)
     if mode == "turn":
         per_turn = turn_advantages(samples, num_generations, gamma=gamma, scale=scale)
@@ -249,7 +250,7 @@ def compute_advantages(
         if episode is None:
             episode = episode_advantages(samples, num_generations)
         elif tuple(episode.shape) != (len(samples),):
-            raise ValueError(f"episode advantages must have shape ({len(samples)},); got {tuple(episode.shape)}")
+            raise DataError(f"episode advantages must have shape ({len(samples)},); got {tuple(episode.shape)}")
         if mode == "tree":
             return tree_token_advantages(samples, num_generations, episode, width)
         base = episode.detach().to("cpu", torch.float32)

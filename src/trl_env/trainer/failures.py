@@ -22,9 +22,10 @@ from __future__ import annotations
 from collections import deque
 
 from trl_env.episode import Episode
+from trl_env.errors import ConfigError, TrlEnvError
 
 
-class EnvFailuresError(RuntimeError):
+class EnvFailuresError(TrlEnvError, RuntimeError):
     """Too many episodes failed in their environment for training to mean anything."""
 
 
@@ -38,7 +39,7 @@ class FailureMonitor:
 
     def __init__(self, max_rate: float = 0.5, window: int = 10) -> None:
         if not 0.0 <= max_rate <= 1.0 or window < 1:
-            raise ValueError(f"max_failure_rate must be in [0, 1] and failure_window >= 1, got {max_rate}, {window}")
+            raise ConfigError(f"max_failure_rate must be in [0, 1] and failure_window >= 1, got {max_rate}, {window}")
         self.max_rate, self.window = max_rate, window
         self.steps: deque[tuple[int, int]] = deque(maxlen=window)
 

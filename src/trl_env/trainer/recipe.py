@@ -20,11 +20,18 @@ from typing import Any
 from transformers import TrainerCallback
 
 from trl_env.engine.config import RolloutConfig
+from trl_env.trainer.setting_checks import check_tree_credit
+
+DEFAULT_COMPLETION_TOKENS = 1024  # the episode token budget when settings.rollout.max_completion_tokens is None
 
 
 @dataclass
 class TrainSettings:
-    """Hyper-parameters of a GRPO run; the rollout's budgets and policies are ``rollout``."""
+    """Hyper-parameters of a GRPO run; the rollout's budgets and policies are ``rollout``.
+
+    The episode token budget is ``rollout.max_completion_tokens`` (1024 when None): ``build_trainer`` makes it
+    the ``GRPOConfig.max_completion_length`` that the rollout function reads.
+    """
 
     steps: int = 20
     lr: float = 2e-4
@@ -34,7 +41,6 @@ class TrainSettings:
     lora_alpha: int | None = None
     beta: float = 0.0
     temperature: float = 1.0
-    max_completion_tokens: int = 1024
     max_minutes: float | None = None
     seed: int = 0
     output_dir: str = "outputs/train"
@@ -127,7 +133,7 @@ def build_trainer(
         per_device_train_batch_size=settings.batch_size,
         gradient_accumulation_steps=1,
         num_generations=settings.num_generations,
-        max_completion_length=settings.max_completion_tokens,
+        max_completion_length=settings.rollout.max_completion_tokens or DEFAULT_COMPLETION_TOKENS,
         max_steps=settings.steps,
         learning_rate=settings.lr,
         beta=settings.beta,
@@ -173,13 +179,7 @@ def build_trainer(
     all_callbacks = list(callbacks)
     if settings.max_minutes is not None:
         all_callbacks.append(TimeLimit(settings.max_minutes))
-    if (settings.rollout.tree is not None) != (settings.advantage == "tree"):
-        raise ValueError(
-            "tree rollouts and advantage='tree' go together: the tree credits each shared prefix once "
-            f"(got tree={settings.rollout.tree}, advantage={settings.advantage!r})"
-        )
-    if settings.rollout.tree is not None:
-        settings.rollout.tree.roots(settings.num_generations)  # names the mismatch now, not at the first rollout
+    check_tree_credit(settings.rollout.tree, settings.advantage, settings.num_generations)  # now, not at step 1
     trainer_class: Any = GRPOTrainer
     extra: dict[str, Any] = {}
     if settings.advantage != "episode":

@@ -12,6 +12,7 @@ import hashlib
 from typing import Any
 
 from trl_env.episode import Episode
+from trl_env.errors import InvariantError
 
 
 def state_keys(prompt_text: str, turns: list[Any]) -> list[str]:
@@ -74,7 +75,7 @@ def episodes_to_batch(
         if not episode.completion_ids:
             episode.add_env_tokens([turn_end_id], "")
         if not (len(episode.completion_ids) == len(episode.env_mask) == len(episode.logprobs)):
-            raise AssertionError(f"episode {episode.seed!r}: per-token lists differ in length")
+            raise InvariantError(f"episode {episode.seed!r}: per-token lists differ in length")
         batch["prompt_ids"].append(episode.prompt_ids)
         batch["completion_ids"].append(episode.completion_ids)
         batch["logprobs"].append(episode.logprobs)

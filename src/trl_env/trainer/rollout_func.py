@@ -27,11 +27,13 @@ from trl_env.chat.template_processor import ChatTemplateProcessor
 from trl_env.core import Env, Generator, Processor
 from trl_env.engine.config import RolloutConfig
 from trl_env.engine.rollout import RolloutEngine
+from trl_env.errors import ConfigError, ConfigTypeError, DataError, TemplateError
 from trl_env.generation.kv_cache import EpisodeCacheGenerator
 from trl_env.trainer.failures import FailureMonitor
 from trl_env.trainer.launch_check import launch_problem
 from trl_env.trainer.metrics import SUM_EPISODES, SUM_ERRORS, log_episode_metrics
 from trl_env.trainer.rollout_batch import episodes_to_batch
+from trl_env.trainer.setting_checks import check_tree_credit, episode_budget, trainer_advantage
 from trl_env.trainer.transcript_tables import attach_tables
 from trl_env.trainer.transcripts import FlushTranscripts, TranscriptRecorder
 from trl_env.trainer.trl_compat import (
@@ -44,7 +46,7 @@ from trl_env.trainer.trl_compat import (
 )
 
 
-class NonAdditiveProcessorError(ValueError):
+class NonAdditiveProcessorError(TemplateError):
     """The processor failed the additivity check and no override was given."""
 
 
@@ -61,7 +63,7 @@ def env_reward(
         [1.0, 0.5, None]
     """
     if env_reward is None:
-        raise ValueError("env_reward needs the 'env_reward' column that make_rollout_func returns")
+        raise DataError("env_reward needs the 'env_reward' column that make_rollout_func returns")
     return [None if r is None else float(r) for r in env_reward]
 
 
@@ -81,7 +83,9 @@ def prompt_to_seed(prompt: Any) -> str:
         and isinstance(prompt[-1].get("content"), str)
     ):
         return prompt[-1]["content"]
-    raise TypeError(f"the dataset's prompt column must hold seed strings; got {type(prompt).__name__}: {prompt!r:.80}")
+    raise ConfigTypeError(
+        f"the dataset's prompt column must hold seed strings; got {type(prompt).__name__}: {prompt!r:.80}"
+    )
 
 
 def make_rollout_func(
@@ -105,7 +109,9 @@ def make_rollout_func(
         processor: the chat format; defaults to :class:`ChatTemplateProcessor` of the trainer's tokenizer.
         config: budgets and policies; ``settings`` (:class:`RolloutConfig` field names, e.g. ``max_turns=5``)
             override it. Checked here, before training starts. The episode token budget is the trainer's
-            ``max_completion_length`` (``config.max_completion_tokens``, when set, must not exceed it).
+            ``max_completion_length`` (``config.max_completion_tokens``, when set, must not exceed it), and
+            ``config.tree`` needs a trainer with the tree advantage (``TurnLevelGRPOTrainer(advantage_mode="tree")``);
+            both are checked by :mod:`~trl_env.trainer.setting_checks` when the trainer first calls.
         generator: the sampling backend; defaults to the trainer's own (its vLLM, or
             :class:`EpisodeCacheGenerator` on its model).
         allow_non_additive: train even when the processor fails :func:`~trl_env.chat.additivity.check_additivity`.
@@ -127,7 +133,7 @@ def make_rollout_func(
         >>> make_rollout_func(GuessNumberEnv, max_turn=5)
         Traceback (most recent call last):
         ...
-        TypeError: unknown rollout setting 'max_turn'; the RolloutConfig fields are: ...
+        trl_env.errors.ConfigTypeError: unknown rollout setting 'max_turn'; the RolloutConfig fields are: ...
     """
     require_supported_trl()
     enable_vllm_cpu_weight_sync()
@@ -139,6 +145,7 @@ def make_rollout_func(
     failures = FailureMonitor(max_rate=max_failure_rate, window=failure_window)
 
     def build(trainer: Any) -> RolloutEngine:
+        check_tree_credit(base_config.tree, trainer_advantage(trainer), trainer.num_generations)
         problem = launch_problem(os.environ, trainer.accelerator.num_processes)
         if problem is not None:
             warnings.warn(problem, stacklevel=3)
@@ -151,19 +158,11 @@ def make_rollout_func(
                     "the processor is not additive with this tokenizer, so per-chunk tokenization would differ from "
                     "the text's; fix the processor or pass allow_non_additive=True\n" + report.table(5)
                 )
-        limit = trainer.max_completion_length
-        if base_config.max_completion_tokens is not None and base_config.max_completion_tokens > limit:
-            raise ValueError(
-                f"RolloutConfig.max_completion_tokens={base_config.max_completion_tokens} exceeds the trainer's "
-                f"max_completion_length={limit}; TRL does not cut rollout_func output, so trl-env must"
-            )
-        config = RolloutConfig.from_kwargs(
-            base_config, max_completion_tokens=base_config.max_completion_tokens or limit
-        )
+        config = episode_budget(base_config, trainer.max_completion_length)
         engine = RolloutEngine(generator or _trainer_generator(trainer, tokenizer), chosen, tokenizer, config)
         turn_end_id = engine.encoder.turn_end_id
         if turn_end_id not in trainer.eos_token_ids:
-            raise ValueError(
+            raise ConfigError(
                 f"the end-of-turn token {engine.encoder.turn_end!r} (id {turn_end_id}) is not among the trainer's EOS "
                 f"ids {trainer.eos_token_ids}; TRL would count every episode as truncated. Set "
                 "model.generation_config.eos_token_id to include it."
@@ -190,12 +189,6 @@ def make_rollout_func(
                 trainer.add_callback(FlushTranscripts(recorder))  # write what is queued when training ends
                 current["tables"] = attach_tables(trainer)  # the same episodes to wandb, if reported to
         engine: RolloutEngine = current["engine"]
-        if engine.config.tree is not None and not _credits_trees(trainer):
-            warnings.warn(
-                "tree rollouts under a trainer that does not credit trees: every copy of a shared prefix gets its "
-                "leaf's advantage; use TurnLevelGRPOTrainer(advantage_mode='tree') (trl-env train --advantage tree)",
-                stacklevel=2,
-            )
         episodes = engine.run(env_factory, [prompt_to_seed(p) for p in prompts], progress=progress)
         process = trainer.accelerator.process_index
         for episode in episodes:  # tree node ids unique over the processes' batches, which TRL gathers
@@ -210,12 +203,6 @@ def make_rollout_func(
         return episodes_to_batch(episodes, engine.encoder.turn_end_id, engine.config.failure_reward)
 
     return rollout_func
-
-
-def _credits_trees(trainer: Any) -> bool:
-    from trl_env.trainer.turn_level_grpo import TurnLevelGRPOTrainer
-
-    return isinstance(trainer, TurnLevelGRPOTrainer) and trainer.advantage_mode == "tree"
 
 
 def _trainer_generator(trainer: Any, tokenizer: Any) -> Generator:

@@ -31,6 +31,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from trl_env.episode import Episode
+from trl_env.errors import BackendError, ConfigError
 from trl_env.viewer.records import episode_record, read_records
 
 __all__ = ["FlushTranscripts", "TranscriptRecorder", "read_records"]
@@ -59,7 +60,7 @@ class TranscriptRecorder:
         max_bytes: int = 64 * 2**20,
     ) -> None:
         if every < 1 or (per_step is not None and per_step < 1):
-            raise ValueError(f"every and per_step must be >= 1, got every={every}, per_step={per_step}")
+            raise ConfigError(f"every and per_step must be >= 1, got every={every}, per_step={per_step}")
         self.tokenizer, self.every, self.per_step, self.max_bytes = tokenizer, every, per_step, max_bytes
         name = "transcripts.jsonl" if process_index == 0 else f"transcripts.rank{process_index}.jsonl"
         self.path = Path(output_dir) / name
@@ -73,7 +74,7 @@ class TranscriptRecorder:
     def record(self, step: int, episodes: list[Episode]) -> bool:
         """Queue this step's episodes if it is a recorded step; returns whether it was."""
         if self._error is not None:
-            raise RuntimeError(f"writing transcripts to {self.path} failed") from self._error
+            raise BackendError(f"writing transcripts to {self.path} failed") from self._error
         if step % self.every:
             return False
         chosen = episodes if self.per_step is None else episodes[: self.per_step]

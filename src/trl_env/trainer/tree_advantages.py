@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from trl_env.errors import DataError
+
 if TYPE_CHECKING:  # a type only: advantages.py imports this module
     from trl_env.trainer.advantages import EpisodeCredit
 
@@ -98,14 +100,14 @@ def validate_tree(samples: Sequence[EpisodeCredit], num_generations: int) -> dic
         >>> validate_tree([leaf("r", 2), leaf("r", 3)], 2)
         Traceback (most recent call last):
         ...
-        ValueError: sample 1: tree node 'r' covers [0, 3) after [], but in sample 0 it covers [0, 2) after []
+        trl_env.errors.DataError: sample 1: tree node 'r' covers [0, 3) after [], but in sample 0 it covers [0, 2) ...
     """
     seen: dict[str, tuple[int, tuple[str, ...], int, int]] = {}  # node -> (first sample, parents, start, end)
     owners: dict[str, list[int]] = {}
     for i, sample in enumerate(samples):
         nodes, points = list(sample.tree_nodes), list(sample.tree_branch_points)
         if len(nodes) != len(points):
-            raise ValueError(
+            raise DataError(
                 f"sample {i}: tree_nodes and tree_branch_points differ in length ({len(nodes)}, {len(points)})"
             )
         if (
@@ -113,7 +115,7 @@ def validate_tree(samples: Sequence[EpisodeCredit], num_generations: int) -> dic
             or points != sorted(points)
             or any(not 0 <= b <= sample.completion_length for b in points)
         ):
-            raise ValueError(
+            raise DataError(
                 f"sample {i}: tree_branch_points must be ordered int offsets within the completion (length "
                 f"{sample.completion_length}); got {points}"
             )
@@ -121,12 +123,12 @@ def validate_tree(samples: Sequence[EpisodeCredit], num_generations: int) -> dic
             here = (i, tuple(nodes[:j]), points[j - 1] if j else 0, end)
             first = seen.setdefault(node, here)
             if first[1:] != here[1:]:
-                raise ValueError(
+                raise DataError(
                     f"sample {i}: tree node {node!r} covers [{here[2]}, {end}) after {nodes[:j]}, but in sample "
                     f"{first[0]} it covers [{first[2]}, {first[3]}) after {list(first[1])}"
                 )
             if first[0] // num_generations != i // num_generations:
-                raise ValueError(f"samples {first[0]} and {i} share tree node {node!r} but are in different groups")
+                raise DataError(f"samples {first[0]} and {i} share tree node {node!r} but are in different groups")
             owners.setdefault(node, [])
             if not sample.failed:
                 owners[node].append(i)

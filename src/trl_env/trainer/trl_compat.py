@@ -16,6 +16,8 @@ from typing import Any
 import trl
 from packaging.version import Version
 
+from trl_env.errors import BackendError
+
 SUPPORTED_TRL = (Version("1.15.0"), Version("1.17.0"))
 
 
@@ -27,12 +29,12 @@ def require_supported_trl(version: str | None = None) -> None:
         >>> require_supported_trl("0.19.0")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        RuntimeError: trl-env needs trl>=1.15.0,<1.17.0 for rollout_func support; found trl 0.19.0 ...
+        trl_env.errors.BackendError: trl-env needs trl>=1.15.0,<1.17.0 for rollout_func support; found trl 0.19.0 ...
     """
     found = Version(version or trl.__version__)
     low, high = SUPPORTED_TRL
     if not (low <= found < high):
-        raise RuntimeError(
+        raise BackendError(
             f"trl-env needs trl>={low},<{high} for rollout_func support; found trl {found} "
             "(pip install 'trl>=1.15,<1.17')"
         )
@@ -93,7 +95,7 @@ def vllm_generation(trainer: Any) -> Any:
     """The trainer's vLLM generation handle (``use_vllm=True`` only)."""
     handle = getattr(trainer, "vllm_generation", None)
     if handle is None:
-        raise RuntimeError("trainer.use_vllm is True but the trainer has no vllm_generation handle (TRL 1.16 API)")
+        raise BackendError("trainer.use_vllm is True but the trainer has no vllm_generation handle (TRL 1.16 API)")
     return handle
 
 
@@ -144,9 +146,9 @@ def vllm_generate_tokens(
     finally:
         handle.generation_kwargs = saved
     if prompt_ids is not None and [list(p) for p in prompt_ids] != [list(p) for p in prompts]:
-        raise RuntimeError("TRL's vLLM generate returned completions for other prompts than this process sent")
+        raise BackendError("TRL's vLLM generate returned completions for other prompts than this process sent")
     if logprobs is None:
-        raise RuntimeError("TRL's vLLM generate returned no logprobs")
+        raise BackendError("TRL's vLLM generate returned no logprobs")
     return [list(ids) for ids in completion_ids], [[float(lp[0]) for lp in seq] for seq in logprobs]
 
 

@@ -23,7 +23,7 @@ Example:
     >>> TurnLevelGRPOTrainer(advantage_mode="sideways")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: advantage_mode must be one of ('episode', 'turn', 'anchor', 'tree'); got 'sideways'
+    trl_env.errors.ConfigError: advantage_mode must be one of ('episode', 'turn', 'anchor', 'tree'); got 'sideways'
 """
 
 from __future__ import annotations
@@ -35,10 +35,15 @@ import torch
 from accelerate.utils import gather_object
 from trl import GRPOTrainer
 
+from trl_env.errors import ConfigError, TrlEnvError
 from trl_env.trainer.advantages import MODES, AdvantageMode, EpisodeCredit, compute_advantages
 
 CREDIT_KEYS = ("turn_rewards", "turn_spans", "state_keys")
 TREE_KEYS = ("tree_nodes", "tree_branch_points")
+
+
+class MissingColumnsError(TrlEnvError, KeyError):
+    """The rollout function did not return the per-sample columns the advantage mode needs."""
 
 
 class TurnLevelGRPOTrainer(GRPOTrainer):
@@ -61,7 +66,7 @@ class TurnLevelGRPOTrainer(GRPOTrainer):
         **kwargs: Any,
     ) -> None:
         if advantage_mode not in MODES:
-            raise ValueError(f"advantage_mode must be one of {MODES}; got {advantage_mode!r}")
+            raise ConfigError(f"advantage_mode must be one of {MODES}; got {advantage_mode!r}")
         self.advantage_mode = advantage_mode
         self.gamma, self.step_weight, self.scale_turns = gamma, step_weight, scale_turns
         self._credits: list[EpisodeCredit] = []
@@ -120,7 +125,7 @@ def _credit(row: dict[str, Any], completion_length: int, index: int, *, tree: bo
     keys = CREDIT_KEYS + TREE_KEYS if tree else CREDIT_KEYS
     missing = [key for key in keys if key not in row]
     if missing:
-        raise KeyError(
+        raise MissingColumnsError(
             f"sample {index}: the rollout_func must return {list(keys)} (one entry per sample) for "
             f"TurnLevelGRPOTrainer{' in mode tree' if tree else ''}; missing {missing}"
         )

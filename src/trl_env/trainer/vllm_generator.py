@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from trl_env.core import Generation
+from trl_env.errors import ConfigError
 from trl_env.generation.base import cut_at_stop
 from trl_env.trainer.trl_compat import vllm_generate_tokens, vllm_generation, vllm_is_collective
 
@@ -65,7 +66,7 @@ class TrainerVLLMGenerator:
         self.handle = handle if handle is not None else vllm_generation(trainer)
         self.stop_token_ids = [int(t) for t in trainer.eos_token_ids]
         if not self.stop_token_ids:
-            raise ValueError("the trainer has no EOS token ids to stop a turn at")
+            raise ConfigError("the trainer has no EOS token ids to stop a turn at")
         self.collective = vllm_is_collective(self.handle) and self.accelerator.num_processes > 1
         self.calls = 0
 

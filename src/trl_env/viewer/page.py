@@ -23,6 +23,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from trl_env.errors import BackendError, DataError
+
 # Keys the page lays out itself; any other key of a record is shown in the episode's "extra" table.
 KNOWN_KEYS = {
     "seed", "step", "reward", "stop_reason", "error", "num_turns", "success", "turn_rewards", "prompt_text",
@@ -58,7 +60,7 @@ def write_page(records: Iterable[Mapping[str, Any]], path: str | Path, *, title:
         >>> write_page([bad], os.path.join(tempfile.mkdtemp(), "v.html"))
         Traceback (most recent call last):
         ...
-        ValueError: record 0 (seed 'a'): completion_ids has 0 entries but env_mask has 1
+        trl_env.errors.DataError: record 0 (seed 'a'): completion_ids has 0 entries but env_mask has 1
     """
     path = Path(path)
     prompts: dict[str, int] = {}
@@ -87,27 +89,27 @@ def page_episode(record: Mapping[str, Any], index: int, prompts: dict[str, int])
         ('10', [-0.123, 0], 0, {'hi': 0})
     """
     if not isinstance(record, Mapping):
-        raise ValueError(f"record {index}: expected a dict, got {type(record).__name__}")
+        raise DataError(f"record {index}: expected a dict, got {type(record).__name__}")
     where = f"record {index} (seed {record.get('seed')!r})"
     ids = _int_list(record, "completion_ids", where)
     n = len(ids)
     if n and record.get("env_mask") is None:
-        raise ValueError(f"{where}: has completion_ids but no env_mask")
+        raise DataError(f"{where}: has completion_ids but no env_mask")
     mask = _int_list(record, "env_mask", where, n)
     if not set(mask) <= {0, 1}:
-        raise ValueError(f"{where}: env_mask holds values other than 0 and 1")
+        raise DataError(f"{where}: env_mask holds values other than 0 and 1")
     logprobs = _logprobs(_list(record, "logprobs", where, n), where) or [0] * n
     texts = _list(record, "token_texts", where, n) if "token_texts" in record else [f"⟨{i}⟩" for i in ids]
     if not set(map(type, texts)) <= {str}:
-        raise ValueError(f"{where}: token_texts must all be strings")
+        raise DataError(f"{where}: token_texts must all be strings")
     kinds = ["1" if m else "0" for m in mask]
     for s, segment in enumerate(record.get("segments") or []):
         source = segment.get("source") if isinstance(segment, Mapping) else None
         if source not in SOURCES:
-            raise ValueError(f"{where}: segments[{s}] has source {source!r}; expected one of {sorted(SOURCES)}")
+            raise DataError(f"{where}: segments[{s}] has source {source!r}; expected one of {sorted(SOURCES)}")
         start, end = segment.get("start"), segment.get("end")
         if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= n):
-            raise ValueError(f"{where}: segments[{s}] spans {start}..{end}, outside the {n} completion tokens")
+            raise DataError(f"{where}: segments[{s}] spans {start}..{end}, outside the {n} completion tokens")
         if source == "turn_end":
             kinds[start:end] = ["2"] * (end - start)
     prompt = record.get("prompt_text")
@@ -140,16 +142,16 @@ def _list(record: Mapping[str, Any], key: str, where: str, length: int | None = 
     if value is None:
         return []
     if not isinstance(value, list):
-        raise ValueError(f"{where}: {key} must be a list, got {type(value).__name__}")
+        raise DataError(f"{where}: {key} must be a list, got {type(value).__name__}")
     if length is not None and len(value) != length:
-        raise ValueError(f"{where}: completion_ids has {length} entries but {key} has {len(value)}")
+        raise DataError(f"{where}: completion_ids has {length} entries but {key} has {len(value)}")
     return value
 
 
 def _int_list(record: Mapping[str, Any], key: str, where: str, length: int | None = None) -> list[int]:
     value = _list(record, key, where, length)
     if not set(map(type, value)) <= {int}:  # set(map(...)) runs in C: 10,000 episodes' tokens stay fast to check
-        raise ValueError(f"{where}: {key} must hold integers only")
+        raise DataError(f"{where}: {key} must hold integers only")
     return value
 
 
@@ -164,7 +166,7 @@ def _logprobs(values: list[Any], where: str) -> list[float | int]:
         return rounded
     for i, x in enumerate(values):  # the slow path only finds which one is wrong
         if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
-            raise ValueError(f"{where}: logprobs[{i}] must be a finite number, got {x!r}")
+            raise DataError(f"{where}: logprobs[{i}] must be a finite number, got {x!r}")
     return rounded
 
 
@@ -173,19 +175,19 @@ def _number(value: Any, where: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{where} must be a number, got {value!r}")
+        raise DataError(f"{where} must be a number, got {value!r}")
     return float(value) if math.isfinite(value) else None
 
 
 def _optional_int(value: Any, where: str) -> int | None:
     if value is None or (isinstance(value, int) and not isinstance(value, bool)):
         return value
-    raise ValueError(f"{where} must be an integer or null, got {value!r}")
+    raise DataError(f"{where} must be an integer or null, got {value!r}")
 
 
 def _turn(turn: Any, where: str) -> dict[str, Any]:
     if not isinstance(turn, Mapping):
-        raise ValueError(f"{where} must be an object, got {type(turn).__name__}")
+        raise DataError(f"{where} must be an object, got {type(turn).__name__}")
     return {key: _jsonable(turn.get(key)) for key in TURN_KEYS if turn.get(key) not in (None, "")}
 
 
@@ -205,7 +207,7 @@ def _jsonable(value: Any) -> Any:
 def _asset(name: str) -> str:
     text = resources.files("trl_env.viewer").joinpath("assets", name).read_text(encoding="utf-8")
     if "</script" in text.lower() or "</style" in text.lower():
-        raise RuntimeError(f"viewer asset {name} contains a closing tag and cannot be inlined")
+        raise BackendError(f"viewer asset {name} contains a closing tag and cannot be inlined")
     return text
 
 

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trl_env.errors import DataError
+
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
@@ -130,12 +132,12 @@ def episode_record(
         >>> episode_record(e, None, turn_rewards=[0.5])
         Traceback (most recent call last):
         ...
-        ValueError: episode 's': 1 turn_rewards for 0 turns
+        trl_env.errors.DataError: episode 's': 1 turn_rewards for 0 turns
     """
     if turn_rewards is not None and len(turn_rewards) != episode.num_turns:
-        raise ValueError(f"episode {episode.seed!r}: {len(turn_rewards)} turn_rewards for {episode.num_turns} turns")
+        raise DataError(f"episode {episode.seed!r}: {len(turn_rewards)} turn_rewards for {episode.num_turns} turns")
     if episode.completion_ids and tokenizer is None:
-        raise ValueError(f"episode {episode.seed!r}: a tokenizer is needed to decode its completion tokens")
+        raise DataError(f"episode {episode.seed!r}: a tokenizer is needed to decode its completion tokens")
     if turn_rewards is None:
         turn_rewards = [turn.reward for turn in episode.turns]
     if success is None and episode.metrics is not None and "success" in episode.metrics:
@@ -162,7 +164,7 @@ def episode_record(
     }
     for key, value in (extra or {}).items():
         if key in record:
-            raise ValueError(f"episode {episode.seed!r}: extra key {key!r} would replace the record's own field")
+            raise DataError(f"episode {episode.seed!r}: extra key {key!r} would replace the record's own field")
         record[key] = value
     return record
 
@@ -189,7 +191,7 @@ def read_records(paths: str | Path | Iterable[str | Path]) -> list[dict[str, Any
         >>> read_records([path])
         Traceback (most recent call last):
         ...
-        ValueError: .../r.jsonl:2: expected a JSON object (one episode record), got list
+        trl_env.errors.DataError: .../r.jsonl:2: expected a JSON object (one episode record), got list
     """
     if isinstance(paths, str | Path):
         paths = [paths]
@@ -202,9 +204,9 @@ def read_records(paths: str | Path | Iterable[str | Path]) -> list[dict[str, Any
                 try:
                     record = json.loads(line)
                 except json.JSONDecodeError as error:
-                    raise ValueError(f"{path}:{number}: not valid JSON ({error.msg} at column {error.colno})") from None
+                    raise DataError(f"{path}:{number}: not valid JSON ({error.msg} at column {error.colno})") from None
                 if not isinstance(record, dict):
-                    raise ValueError(
+                    raise DataError(
                         f"{path}:{number}: expected a JSON object (one episode record), got {type(record).__name__}"
                     )
                 records.append(record)

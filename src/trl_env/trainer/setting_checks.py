@@ -1,0 +1,87 @@
+"""Settings that are only wrong together: each combination has one check here, and it is an error.
+
+``build_trainer`` (``trl-env train``, the demo) and ``make_rollout_func`` (your own ``GRPOTrainer``) both call
+these, so a combination is refused with the same message whichever path builds the run:
+
+* :func:`episode_budget`: while training, the episode token budget is the trainer's
+  ``GRPOConfig.max_completion_length``; a larger ``RolloutConfig.max_completion_tokens`` is refused.
+* :func:`check_tree_credit`: tree rollouts and the ``"tree"`` advantage go together, and the group size
+  must be a multiple of the tree's leaves per root.
+
+Example:
+    >>> from trl_env.engine.tree import TreeShape
+    >>> episode_budget(RolloutConfig(), max_completion_length=96).max_completion_tokens
+    96
+    >>> check_tree_credit(TreeShape((1,), 2), "episode", num_generations=4)
+    Traceback (most recent call last):
+    ...
+    trl_env.errors.ConfigError: tree rollouts and advantage='tree' go together: ...
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from trl_env.engine.config import RolloutConfig
+from trl_env.engine.tree import TreeShape
+from trl_env.errors import ConfigError
+
+
+def episode_budget(config: RolloutConfig, max_completion_length: int) -> RolloutConfig:
+    """``config`` with the trainer's episode token budget: ``max_completion_length`` when it sets none.
+
+    TRL does not cut what a ``rollout_func`` returns, so an episode must fit the trainer's limit; a smaller
+    ``config.max_completion_tokens`` is kept (a tighter budget for each episode).
+
+    Args:
+        config: the rollout's settings.
+        max_completion_length: the trainer's ``GRPOConfig.max_completion_length``.
+
+    Returns:
+        ``config`` itself when it sets a budget within the limit, else a copy with the limit as its budget.
+
+    Raises:
+        ConfigError: ``config.max_completion_tokens`` exceeds ``max_completion_length``.
+
+    Example:
+        >>> episode_budget(RolloutConfig(max_completion_tokens=64), max_completion_length=96).max_completion_tokens
+        64
+    """
+    own = config.max_completion_tokens
+    if own is None:
+        return dataclasses.replace(config, max_completion_tokens=max_completion_length)
+    if own > max_completion_length:
+        raise ConfigError(
+            f"RolloutConfig.max_completion_tokens={own} exceeds the trainer's max_completion_length="
+            f"{max_completion_length}; TRL does not cut rollout_func output, so trl-env must: leave "
+            "max_completion_tokens None (the trainer's budget is used) or lower it"
+        )
+    return config
+
+
+def check_tree_credit(tree: TreeShape | None, advantage: str, num_generations: int) -> None:
+    """Refuse tree rollouts without the ``"tree"`` advantage (and the other way round), or a group size
+    that the tree does not divide.
+
+    Args:
+        tree: the rollout's tree shape (``RolloutConfig.tree``), None for plain rollouts.
+        advantage: the trainer's credit assignment (:func:`trainer_advantage`, or ``TrainSettings.advantage``).
+        num_generations: episodes per seed (the GRPO group size).
+
+    Raises:
+        ConfigError: naming both settings and the fix.
+    """
+    if (tree is not None) != (advantage == "tree"):
+        raise ConfigError(
+            "tree rollouts and advantage='tree' go together: the tree advantage credits each shared prefix once, "
+            f"another gives every copy of it its leaf's advantage (got tree={tree}, advantage={advantage!r}); "
+            "set both (TurnLevelGRPOTrainer(advantage_mode='tree'), trl-env train --advantage tree) or neither"
+        )
+    if tree is not None:
+        tree.roots(num_generations)  # names a group size the tree does not divide now, not at the first rollout
+
+
+def trainer_advantage(trainer: Any) -> str:
+    """The credit assignment of a trainer: ``TurnLevelGRPOTrainer``'s ``advantage_mode``, else ``"episode"``."""
+    return getattr(trainer, "advantage_mode", "episode")
