@@ -176,7 +176,7 @@ def reasoning_gym_env(
         >>> reasoning_gym_env("mazes")
         Traceback (most recent call last):
         ...
-        trl_env.errors.ConfigError: reasoning_gym_env: unknown dataset 'mazes'; did you mean 'maze'? (all ... names are in ...)
+        trl_env.errors.ConfigError: reasoning_gym_env: unknown dataset 'mazes'; did you mean 'maze'? ...
     """
     if dataset not in DATASETS:
         raise ConfigError(f"reasoning_gym_env: unknown dataset {dataset!r}; {_suggest(dataset)}")

@@ -307,9 +307,9 @@ def textarena_env(
         >>> textarena_env("TicTacToe-v0")
         Traceback (most recent call last):
         ...
-        trl_env.errors.ConfigError: textarena_env('TicTacToe-v0'): the game rejects 1 player(s) (The number of players has to be 2, \
-received 1); pass opponent= for the other seats: opponent="random" (a random legal move; on the command line \
---env-kwargs '{"game_id": "TicTacToe-v0", "opponent": "random"}') or your own function
+        trl_env.errors.ConfigError: textarena_env('TicTacToe-v0'): the game rejects 1 player(s) (The number of \
+players has to be 2, received 1); pass opponent= for the other seats: opponent="random" (a random legal move; on \
+the command line --env-kwargs '{"game_id": "TicTacToe-v0", "opponent": "random"}') or your own function
     """
     if game_id not in ENV_REGISTRY:
         close = [i for i in ENV_REGISTRY if i.lower().startswith(game_id.lower()[:4])][:5]

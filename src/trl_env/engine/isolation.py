@@ -50,7 +50,7 @@ def pickle_for_worker(env_factory: Callable[..., object]) -> bytes:
     script being run (``__main__``).
 
     Raises:
-        TypeError: the factory cannot be pickled, or it (or an argument bound to it) is defined in ``__main__``;
+        ConfigTypeError: the factory cannot be pickled, or it (or an argument bound to it) is defined in ``__main__``;
             the message says how to make it sendable.
 
     Example:
