@@ -21,7 +21,7 @@ from typing import Any
 from trl_env.core import Env
 from trl_env.engine.env_pool import EnvContractError, EnvFault, EnvPool, EnvReply
 from trl_env.engine.isolation import factory_name
-from trl_env.errors import TrlEnvError
+from trl_env.errors import ConfigError, TrlEnvError
 
 ADVERSARIAL_ACTIONS = [
     "",
@@ -158,14 +158,14 @@ def check_env(
         One result per check run.
 
     Raises:
-        ValueError: ``timeout`` is not a positive number.
+        ConfigError: ``timeout`` is not a positive number.
 
     Example:
         >>> print(check_env(GuessNumberEnv).table().splitlines()[0])
         check-env GuessNumberEnv: all ... checks passed
     """
     if isinstance(timeout, bool) or not (isinstance(timeout, int | float) and 0 < timeout < float("inf")):
-        raise ValueError(f"check_env timeout must be a positive number of seconds, got {timeout!r}")
+        raise ConfigError(f"check_env timeout must be a positive number of seconds, got {timeout!r}")
     report = EnvCheckReport(factory_name(env_factory))
     warm_name = "a reused env resets cleanly (warm reset = fresh reset)"
     with EnvPool(env_factory, isolation="thread", workers=2, timeout=timeout) as pool:

@@ -211,7 +211,7 @@ class TextArenaEnv:
             return str(self.opponent(observation))
         moves = self._call(legal_moves, self._game, observation, self._seen.get(pid, ""))
         if not moves:
-            raise RuntimeError(
+            raise BackendError(
                 f"{self.game_id}: the opponent (seat {pid}) found no legal move in this position; "
                 "pass your own opponent= for this game"
             )
@@ -328,7 +328,7 @@ the command line --env-kwargs '{"game_id": "TicTacToe-v0", "opponent": "random"}
             if opponent is None
             else ""
         )
-        raise ValueError(
+        raise ConfigError(
             f"textarena_env({game_id!r}): the game rejects {env.num_players} player(s) ({error}){hint}"
         ) from error
     except Exception as error:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from trl_env.adapters.seeds import resolve
+from trl_env.errors import ConfigError
 
 # Game classes in which scripts/textarena_opponent_survey.py measured that the adapter finds the legal moves
 # of every position (no illegal move, no forfeit, no position without one, no endless turn, over seeded games;
@@ -108,7 +109,7 @@ def check_game(opponent: object, game_id: str, game: str) -> None:
     """
     games = getattr(opponent, "games", None) if isinstance(opponent, LegalMovePolicy) else None
     if games is not None and game not in games:
-        raise ValueError(
+        raise ConfigError(
             f"textarena_env({game_id!r}): the built-in opponent cannot play this game (the adapter does not find "
             "its legal moves, so it would forfeit by illegal moves); pass your own opponent=, "
             "a 'module:function' string on the command line"
@@ -130,12 +131,12 @@ def resolve_opponent(spec: Callable[..., str] | str) -> Callable[..., str]:
     """
     if isinstance(spec, str) and ":" not in spec:
         if spec not in OPPONENTS:
-            raise ValueError(
+            raise ConfigError(
                 f"textarena_env: unknown opponent {spec!r}; use one of {sorted(OPPONENTS)} "
                 "or a 'module:function' string naming your own"
             )
         return OPPONENTS[spec]
     opponent: Any = resolve(spec, "textarena_env opponent")
     if not callable(opponent):
-        raise ValueError(f"textarena_env: opponent {spec!r} is not callable")
+        raise ConfigError(f"textarena_env: opponent {spec!r} is not callable")
     return opponent
