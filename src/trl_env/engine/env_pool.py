@@ -223,7 +223,13 @@ class EnvPool:
         the slots holding them is released. A turn-synchronous scheduler waits here, never on one queued reply.
 
         Example:
-            >>> with EnvPool(GuessNumberEnv, isolation="thread", workers=1) as pool:
+            >>> class Echo:
+            ...     reward, alive = 0.0, True
+            ...     def reset(self, seed):
+            ...         return self, seed
+            ...     def step(self, action):
+            ...         return self, action
+            >>> with EnvPool(Echo, isolation="thread", workers=1) as pool:
             ...     first, started = pool.reset("3")
             ...     second, queued = pool.reset("9")
             ...     pool.wait_idle()
