@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from tests.envs.basic import Latency, RaisesAtReset, RaisesAtStep2
+from tests.envs.basic import Hangs, Latency, RaisesAtReset, RaisesAtStep2
 from trl_env import ChatTemplateProcessor, RolloutConfig, RolloutEngine
 from trl_env.engine.tree import TreeShape
 from trl_env.episode import StopReason
@@ -66,11 +66,12 @@ def _fingerprint(episode):
 _REFERENCES: dict = {}
 
 
-def _reference(tokenizer, factory, seeds, tree):
+def _reference(tokenizer, factory, seeds, tree, timeout):
     """The same seeds with one thread worker per episode (nothing queues)."""
-    key = (repr(factory), tuple(seeds), tree)
+    key = (repr(factory), tuple(seeds), tree, timeout)
     if key not in _REFERENCES:
-        episodes, _ = _play(tokenizer, factory, seeds, env_workers=len(seeds), env_isolation="thread", tree=tree)
+        settings = {"env_workers": len(seeds), "env_isolation": "thread", "env_timeout": timeout}
+        episodes, _ = _play(tokenizer, factory, seeds, tree=tree, **settings)
         _REFERENCES[key] = [_fingerprint(e) for e in episodes]
     return _REFERENCES[key]
 
@@ -79,7 +80,9 @@ def _check(tokenizer, factory, seeds, *, tree=None, **settings):
     episodes, stats = _play(tokenizer, factory, seeds, tree=tree, **settings)
     assert [e.seed for e in episodes] == list(seeds)
     assert all(e.stop_reason is not None for e in episodes)
-    assert [_fingerprint(e) for e in episodes] == _reference(tokenizer, factory, seeds, tree)
+    assert [_fingerprint(e) for e in episodes] == _reference(
+        tokenizer, factory, seeds, tree, settings.get("env_timeout", 60.0)
+    )
     return episodes, stats
 
 
@@ -116,11 +119,18 @@ def test_tree_branches_queue_for_workers_too(qwen3_tokenizer, schedule, isolatio
 
 
 @pytest.mark.parametrize("schedule", ["turn", "episode"])
-@pytest.mark.parametrize("factory", [RaisesAtReset, RaisesAtStep2], ids=["reset fails", "step fails"])
-def test_failed_episodes_free_their_worker_for_the_queue(qwen3_tokenizer, schedule, factory):
+@pytest.mark.parametrize(
+    ("factory", "isolation", "timeout"),
+    [(RaisesAtReset, "thread", 60.0), (RaisesAtStep2, "thread", 60.0), (Hangs, "thread", 0.5), (Hangs, "process", 0.5)],
+    ids=["reset fails", "step fails", "step times out (thread)", "step times out (process)"],
+)
+def test_failed_episodes_free_their_worker_for_the_queue(qwen3_tokenizer, schedule, factory, isolation, timeout):
     seeds = ["a", "b", "c", "d", "e", "f", "b", "g"]  # "b" and "d" fail
-    episodes, _ = _check(qwen3_tokenizer, factory, seeds, schedule=schedule, env_isolation="thread", env_workers=2)
+    settings = {"schedule": schedule, "env_isolation": isolation, "env_workers": 2, "env_timeout": timeout}
+    episodes, _ = _check(qwen3_tokenizer, factory, seeds, **settings)
     assert [e.seed for e in episodes if e.failed] == ["b", "d", "b"]
+    if factory is Hangs:
+        assert all("timeout" in e.error for e in episodes if e.failed)
 
 
 @pytest.mark.parametrize("schedule", ["turn", "episode"])
