@@ -2,15 +2,17 @@
 
 * ``"turn"``: each turn, every live episode's context goes to the generator in one call, then every
   env steps, and the next turn starts when the slowest env has answered.
-
-Under both, episodes beyond ``env_workers`` (and tree branches beyond them) queue in the env pool and start
-when an ended episode frees a worker, so any number of episodes runs on any number of workers.
 * ``"episode"``: each episode advances on its own. Env calls of all episodes run concurrently in the
   pool; whenever the generator is free, the contexts that are ready (their env answered) go to it in one
   call (up to ``max_batch``), after waiting for envs still answering: at most ``gather_window`` seconds
   (by default half the duration of the previous generator call), and not at all once every env has answered.
   With a :class:`~trl_env.core.ConcurrentGenerator` (a server that batches continuously) each ready
   context is sent at once as its own request and the engine never waits on the generator.
+
+Under both, episodes beyond ``env_workers`` (and tree branches beyond them) queue in the env pool and start
+when an ended episode frees a worker, so any number of episodes runs on any number of workers. A turn then
+starts once the pool is idle (:meth:`~trl_env.engine.env_pool.EnvPool.wait_idle`) with every episode whose
+env has answered, and the gathering window waits only for envs that can answer.
 
 Both drive the same per-episode transitions (:class:`~trl_env.engine.episode_steps.EpisodeSteps`), so an
 episode's tokens, budgets and faults do not depend on the schedule: with a generator whose output depends
