@@ -235,6 +235,32 @@ def test_docstring_examples(module):
     assert doctest.testmod(importlib.import_module(f"trl_env.engine.{module}")).failed == 0
 
 
+@pytest.mark.parametrize("isolation", ["thread", "process"])
+def test_wait_idle_waits_for_every_call_that_can_answer_and_no_queued_one(isolation):
+    with EnvPool(Hostile, isolation=isolation, workers=2, timeout=None) as pool:
+        first, started = pool.reset("ok")
+        second, slow = pool.reset("sleep:0.3")
+        third, queued = pool.reset("ok")
+        step = pool.step(first, "sleep:0.2")
+        pool.wait_idle()
+        assert started.done() and slow.done() and step.done()
+        assert not queued.done() and third.queued and not first.queued
+        pool.release(second)  # its worker goes to the queued slot: wait_idle covers the release and that reset
+        pool.wait_idle()
+        assert isinstance(queued.result(timeout=0), EnvReply) and not third.queued
+
+
+def test_wait_idle_returns_when_the_pool_closes():
+    pool = EnvPool(Hostile, isolation="thread", workers=1, timeout=None)
+    pool.reset("hang")
+    with ThreadPoolExecutor(1) as executor:
+        waiting = executor.submit(pool.wait_idle)
+        time.sleep(0.1)
+        assert not waiting.done()
+        pool.close()
+        waiting.result(timeout=2)
+
+
 def test_close_cancels_pending_calls_and_is_idempotent():
     pool = EnvPool(Hostile, isolation="thread", workers=1, timeout=None)
     slot, hung = pool.reset("sleep:5")

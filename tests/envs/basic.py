@@ -179,6 +179,7 @@ class Latency:
 
     def reset(self, seed):
         self.seed, self.random = seed, random.Random(seed)
+        self.reward, self.alive = 0.0, True  # a reused env (reuse_envs) starts afresh too
         self.lifetime = self.turns or self.random.randint(2, 8)
         self.turn = 0
         STEP_LOG[seed] = []

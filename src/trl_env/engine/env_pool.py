@@ -78,6 +78,11 @@ class EnvSlot:
         self._fault: EnvFault | None = None  # set when the env was lost (timeout/crash)
         self._released = False
 
+    @property
+    def queued(self) -> bool:
+        """Whether the slot waits for a worker: its calls run once an episode on a busy worker is released."""
+        return self._worker is None and self._fault is None and not self._released
+
     def __repr__(self) -> str:
         state = "released" if self._released else "lost" if self._fault else "bound" if self._worker else "queued"
         return f"EnvSlot(index={self.index}, seed={self.seed!r}, {state})"
@@ -209,6 +214,33 @@ class EnvPool:
         """
         self._check(slot)
         return self._state.submit(slot, "release", "")
+
+    def wait_idle(self) -> None:
+        """Block until no worker has a call running or queued: every call that can run has answered.
+
+        A slot's calls run in order on its worker, so what is still unanswered then belongs to queued slots
+        (:attr:`EnvSlot.queued`: resets and forks waiting for a worker), and a worker frees up only when one of
+        the slots holding them is released. A turn-synchronous scheduler waits here, never on one queued reply.
+
+        Example:
+            >>> class Echo:
+            ...     reward, alive = 0.0, True
+            ...     def reset(self, seed):
+            ...         return self, seed
+            ...     def step(self, action):
+            ...         return self, action
+            >>> with EnvPool(Echo, isolation="thread", workers=1) as pool:
+            ...     first, started = pool.reset("3")
+            ...     second, queued = pool.reset("9")
+            ...     pool.wait_idle()
+            ...     print(started.done(), queued.done(), second.queued)
+            ...     _ = pool.release(first)
+            ...     pool.wait_idle()
+            ...     print(queued.done(), second.queued)
+            True False True
+            True False
+        """
+        self._state.wait_idle()
 
     def close(self) -> None:
         """Stop now: pending calls' futures are cancelled, busy workers killed (threads abandoned).

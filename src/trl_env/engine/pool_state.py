@@ -2,7 +2,8 @@
 
 Each worker (:class:`trl_env.engine.pool_worker.PoolWorker`) runs its slot's calls in order on its own
 backend. A lost worker (timeout, crash) gets a fresh backend for its next call, and the lost slot is
-unbound at once so that a queued slot can take the worker.
+unbound at once so that a queued slot can take the worker. :meth:`PoolState.wait_idle` waits until no worker
+has a call running or queued, the point where only the pool's user can make anything move again.
 
 The public face is :class:`trl_env.engine.env_pool.EnvPool`; this module holds no env code.
 """
@@ -39,6 +40,8 @@ class PoolState:
     def __init__(self, new_backend: Callable[[], Any], *, workers: int, timeout: float | None) -> None:
         self.new_backend, self.timeout = new_backend, timeout
         self.lock = threading.Lock()
+        self.idle = threading.Condition(self.lock)  # notified when the last task on a worker queue is done
+        self.queued_tasks = 0  # tasks put on worker queues and not done yet (see wait_idle)
         self.closed = False
         self.outstanding: set[Future] = set()
         self.pending: deque[Any] = deque()
@@ -81,7 +84,7 @@ class PoolState:
             slot._backlog.append(Task("adopt", None, slot, adopted))
             task = Task("fork", "", source, copied)
             if source._worker is not None:
-                source._worker.tasks.put(task)
+                self._put(source._worker, task)
             else:
                 source._backlog.append(task)
         copied.add_done_callback(lambda future: self._adopt(slot, future))  # at once if already copied
@@ -135,7 +138,7 @@ class PoolState:
             else:
                 task = Task(op, arg, slot, self._future())
                 if slot._worker is not None:
-                    slot._worker.tasks.put(task)
+                    self._put(slot._worker, task)
                 else:
                     slot._backlog.append(task)
                 return task.future
@@ -151,8 +154,31 @@ class PoolState:
     def _bind(self, worker: PoolWorker, slot: Any) -> None:
         worker.slot, slot._worker = slot, worker
         for task in slot._backlog:
-            worker.tasks.put(task)
+            self._put(worker, task)
         slot._backlog = []
+
+    def _put(self, worker: PoolWorker, task: Task) -> None:
+        """Queue ``task`` on ``worker`` (under the lock), counted until the worker is done with it."""
+        self.queued_tasks += 1
+        worker.tasks.put(task)
+
+    def task_done(self) -> None:
+        """A worker finished a task: its reply is delivered and, for a release, the next queued slot bound."""
+        with self.lock:
+            self.queued_tasks -= 1
+            if self.queued_tasks == 0:
+                self.idle.notify_all()
+
+    def wait_idle(self) -> None:
+        """Block until no worker has a task running or queued (or the pool closed).
+
+        Then every call that could run has answered, every release has handed its worker to the next queued
+        slot and that slot's first call has answered too; a call still unanswered waits for a worker that a
+        slot with nothing to do holds, and only a new ``step`` or ``release`` from the pool's user moves it.
+        """
+        with self.lock:
+            while self.queued_tasks and not self.closed:
+                self.idle.wait()
 
     def unbind(self, worker: PoolWorker) -> None:
         """The worker's episode is over (released, or env lost): give it to the next queued slot."""
@@ -182,6 +208,7 @@ class PoolState:
             if self.closed:
                 return
             self.closed = True
+            self.idle.notify_all()  # wait_idle() returns
             futures, self.outstanding = self.outstanding, set()
             backends = [worker.backend for worker in self.workers if worker.backend is not None]
             idle = [worker.backend for worker in self.workers if not worker.busy and worker.backend is not None]

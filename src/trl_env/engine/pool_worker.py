@@ -47,7 +47,10 @@ class PoolWorker:
 
     def _drive(self) -> None:
         while (task := self.tasks.get()) is not None:
-            self._run(task)
+            try:
+                self._run(task)
+            finally:  # after the reply and any unbind(): the next queued slot's tasks are counted already
+                self.pool.task_done()
 
     def _run(self, task: Task) -> None:
         pool = self.pool

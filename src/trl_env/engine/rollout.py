@@ -154,7 +154,7 @@ def rollout(
         processor: the chat format.
         tokenizer: defaults to the processor's or the generator's (:class:`~trl_env.core.HasTokenizer`).
         config: budgets and policies; ``settings`` (:class:`RolloutConfig` field names) override it.
-        progress: show a progress bar over turns.
+        progress: show a progress bar of the episodes ended.
 
     Returns:
         The finished episodes.

@@ -9,6 +9,11 @@
   With a :class:`~trl_env.core.ConcurrentGenerator` (a server that batches continuously) each ready
   context is sent at once as its own request and the engine never waits on the generator.
 
+Under both, episodes beyond ``env_workers`` (and tree branches beyond them) queue in the env pool and start
+when an ended episode frees a worker, so any number of episodes runs on any number of workers. A turn then
+starts once the pool is idle (:meth:`~trl_env.engine.env_pool.EnvPool.wait_idle`) with every episode whose
+env has answered, and the gathering window waits only for envs that can answer.
+
 Both drive the same per-episode transitions (:class:`~trl_env.engine.episode_steps.EpisodeSteps`), so an
 episode's tokens, budgets and faults do not depend on the schedule: with a generator whose output depends
 only on the context, both schedules give identical episodes.
@@ -38,6 +43,7 @@ from dataclasses import dataclass, field
 from tqdm.auto import tqdm
 
 from trl_env.core import CollectiveGenerator, ConcurrentGenerator, Generation, Generator
+from trl_env.engine.env_pool import EnvSlot
 from trl_env.engine.episode_steps import EpisodeSteps, LiveEpisode
 from trl_env.episode import Episode
 from trl_env.errors import BackendError
@@ -137,32 +143,61 @@ def _generate(generator: Generator, runs: list[LiveEpisode], steps: EpisodeSteps
 def play_turn_synchronous(
     steps: EpisodeSteps, generator: Generator, seeds: Sequence[str], stats: RolloutStats, progress: bool
 ) -> list[Episode]:
-    """Play ``seeds`` turn by turn: one generator call per turn, then every env steps."""
-    pool, config = steps.pool, steps.config
-    roots = steps.roots(seeds)
-    started = [pool.reset(seed) for seed in roots]
+    """Play ``seeds`` turn by turn: one generator call per turn, then every env steps.
+
+    An episode whose env waits for a worker (more episodes or tree branches than ``env_workers``) joins the
+    turn after its worker frees up: each turn starts once the pool is idle, with every episode whose env has
+    answered, and never waits on a reply that only the end of a live episode could let come.
+    """
+    pool = steps.pool
+    starting: dict[Future, tuple[int, str, EnvSlot] | LiveEpisode] = {}  # resets and forked branches not yet in
+    for root, seed in enumerate(steps.roots(seeds)):
+        slot, future = pool.reset(seed)
+        starting[future] = (root, seed, slot)
     live: list[LiveEpisode] = []
-    for root, (seed, (slot, future)) in enumerate(zip(roots, started, strict=True)):
-        run = steps.start(root, seed, slot, future.result())
-        if run is not None:
-            live.append(run)
-    bar = tqdm(total=config.max_turns, desc="rollout turns", disable=not progress, leave=False)
-    while _any_live(generator, bool(live)):
+    bar = tqdm(total=len(seeds), desc="rollout episodes", disable=not progress, leave=False)
+    while True:
+        live += _take_started(steps, starting, has_live=bool(live))
+        if not _any_live(generator, bool(live or starting)):
+            break
         generations = _generate(generator, live, steps, stats)
         stepping = [run for run, g in zip(live, generations, strict=True) if steps.after_generation(run, g)]
         futures = [pool.step(run.slot, run.turn.action) for run in stepping]  # all envs step concurrently
-        live = [
-            branch
-            for run, future in zip(stepping, futures, strict=True)
-            if steps.after_reply(run, future.result())
-            for branch in steps.branch(run)
-        ]
-        for fork in steps.forks:
-            fork.result()  # an env that cannot be copied raises here; a fault shows in the branch's next step
-        steps.forks.clear()
-        bar.update(1)
+        live = []
+        for run, future in zip(stepping, futures, strict=True):
+            if steps.after_reply(run, future.result()):
+                source, *copies = steps.branch(run)
+                live.append(source)
+                starting.update(zip(steps.forks, copies, strict=True))  # a copy plays once its worker has it
+                steps.forks.clear()
+        bar.update(len(steps.results) - bar.n)
     bar.close()
     return steps.outputs(len(seeds))
+
+
+def _take_started(
+    steps: EpisodeSteps, starting: dict[Future, tuple[int, str, EnvSlot] | LiveEpisode], *, has_live: bool
+) -> list[LiveEpisode]:
+    """The episodes of ``starting`` whose reset (or fork) has answered, once every env call that can has.
+
+    What is still unanswered then waits for a worker held by a live episode (``EnvPool.wait_idle``); it stays
+    in ``starting`` for a later turn. With no live episode the pool's workers are all free or being released,
+    so a queued reply is coming: wait for it.
+    """
+    if not starting:
+        return []
+    steps.pool.wait_idle()
+    if not has_live:
+        wait(list(starting), return_when=FIRST_COMPLETED)
+    runs: list[LiveEpisode] = []
+    for future in [future for future in starting if future.done()]:
+        entry = starting.pop(future)
+        if isinstance(entry, LiveEpisode):
+            future.result()  # an env that cannot be copied raises here; a fault shows in the branch's next step
+            runs.append(entry)
+        elif (run := steps.start(*entry, future.result())) is not None:
+            runs.append(run)
+    return runs
 
 
 def _any_live(generator: Generator, has_live: bool) -> bool:
@@ -239,7 +274,13 @@ class _PerEpisode:
             self._wait(left)
 
     def _env_calls_pending(self) -> bool:
-        return any(kind in ("reset", "step") for kind, _ in self.pending.values())
+        """Whether an env call that can answer is in flight; one queued for a worker that a ready episode holds
+        cannot (waiting for it would idle the generator for the whole window)."""
+        for kind, payload in self.pending.values():
+            slot = payload[2] if kind == "reset" else payload.slot if kind == "step" else None
+            if slot is not None and not slot.queued:
+                return True
+        return False
 
     def _wait(self, timeout: float | None) -> None:
         wait(list(self.pending), timeout=timeout, return_when=FIRST_COMPLETED)

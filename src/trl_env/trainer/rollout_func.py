@@ -115,7 +115,7 @@ def make_rollout_func(
         generator: the sampling backend; defaults to the trainer's own (its vLLM, or
             :class:`EpisodeCacheGenerator` on its model).
         allow_non_additive: train even when the processor fails :func:`~trl_env.chat.additivity.check_additivity`.
-        progress: show a progress bar over turns.
+        progress: show a progress bar of the episodes ended.
         transcripts_every: record the episodes of every N-th step to ``OUTPUT_DIR/transcripts*.jsonl``
             (:class:`~trl_env.trainer.transcripts.TranscriptRecorder`; open with ``trl-env view``), and as a
             table to wandb when the trainer's ``report_to`` names it
