@@ -30,7 +30,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from trl_env.core import Generation
-from trl_env.generation.base import cut_at_stop
 from trl_env.generation.vllm_engine import PROCESSED
 
 TOKEN_PREFIX = "token_id:"
@@ -61,7 +60,7 @@ def parse_choice(choice: dict[str, Any]) -> tuple[list[int], list[float]]:
 
 
 class OpenAIServerGenerator:
-    """A :class:`~trl_env.generator.Generator` over a vLLM OpenAI-compatible server.
+    """A :class:`~trl_env.core.Generator` over a vLLM OpenAI-compatible server.
 
     ``base_url`` is the server root (``http://host:port``, with or without ``/v1``);
     ``model`` defaults to the first model the server lists. ``top_k=None`` disables top-k.
@@ -171,8 +170,7 @@ class OpenAIServerGenerator:
             raise RuntimeError(f"the server returned {len(choices)} choices for {len(contexts)} prompts")
         generations = []
         for choice in sorted(choices, key=lambda c: c["index"]):
-            ids, logprobs = parse_choice(choice)
-            generations.append(cut_at_stop(ids, logprobs, self.stop_token_ids))
+            generations.append(Generation(*parse_choice(choice)))  # the server stopped at a stop token, if any
         return generations
 
     def submit(self, contexts: list[list[int]], max_new_tokens: int) -> Future[list[Generation]]:

@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from trl_env.core import Generation
-from trl_env.generation.base import cut_at_stop
 
 PROCESSED = "processed_logprobs"
 
@@ -66,7 +65,7 @@ def shutdown_llm(llm: Any) -> None:
 
 
 class VLLMGenerator:
-    """A :class:`~trl_env.generator.Generator` over an in-process ``vllm.LLM``.
+    """A :class:`~trl_env.core.Generator` over an in-process ``vllm.LLM``.
 
     ``top_k=None`` (or 0) disables top-k. ``stop_token_ids`` defaults to the tokenizer's EOS.
     """
@@ -165,5 +164,5 @@ class VLLMGenerator:
         for output in outputs:
             sample = output.outputs[0]
             ids = list(sample.token_ids)
-            generations.append(cut_at_stop(ids, sampled_logprobs(ids, sample.logprobs), self.stop_token_ids))
+            generations.append(Generation(ids, sampled_logprobs(ids, sample.logprobs)))  # ends at a stop token, if any
         return generations

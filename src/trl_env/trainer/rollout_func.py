@@ -24,6 +24,7 @@ from typing import Any
 
 from trl_env.chat.additivity import check_additivity
 from trl_env.chat.template_processor import ChatTemplateProcessor
+from trl_env.chat.turn_end import require_turn_delimited
 from trl_env.core import Env, Generator, Processor
 from trl_env.engine.config import RolloutConfig
 from trl_env.engine.rollout import RolloutEngine
@@ -121,6 +122,9 @@ def make_rollout_func(
     Returns:
         ``rollout_func(prompts, trainer)`` for ``GRPOTrainer(rollout_func=...)``.
 
+    Raises:
+        TypeError: the processor cannot say how its turn ends (:class:`~trl_env.core.TurnDelimited`).
+
     Example:
         >>> rollout_func = make_rollout_func(GuessNumberEnv, max_turns=5, max_turn_tokens=8)
         >>> make_rollout_func(GuessNumberEnv, max_turn=5)
@@ -129,6 +133,8 @@ def make_rollout_func(
         TypeError: unknown rollout setting 'max_turn'; the RolloutConfig fields are: ...
     """
     require_supported_trl()
+    if processor is not None:
+        require_turn_delimited(processor)  # now, not at the first rollout of training
     enable_vllm_cpu_weight_sync()
     base_config = RolloutConfig.from_kwargs(config, **settings)
     # One engine, for the latest trainer only, held with a weak reference: a rollout_func reused across
@@ -218,7 +224,7 @@ def _credits_trees(trainer: Any) -> bool:
 
 def _trainer_generator(trainer: Any, tokenizer: Any) -> Generator:
     if uses_vllm(trainer):
-        from trl_env.trainer.vllm_generator import TrainerVLLMGenerator
+        from trl_env.generation.trainer_vllm import TrainerVLLMGenerator
 
         return TrainerVLLMGenerator(trainer)
     stop_ids = list(trainer.eos_token_ids)
