@@ -4,9 +4,8 @@ Three protocols are required: an :class:`Env` (text in, text out, a reward), a :
 (renders env text into chat-formatted strings and parses the model's answer) that is also
 :class:`TurnDelimited` (says how a model turn ends; a processor that is not is refused when the rollout
 or the ``rollout_func`` is built, naming the members it lacks), and a :class:`Generator` (the sampling
-backend: batched contexts in, sampled ids and logprobs out). Everything else here is an *optional
-capability*: a small runtime-checkable protocol that the engine tests with ``isinstance`` (never
-``getattr``) and uses when an object has it:
+backend: batched contexts in, sampled ids and logprobs out). Everything else is an *optional capability*:
+a small runtime-checkable protocol the engine tests with ``isinstance`` (never ``getattr``) and uses:
 
 ========================  =====================================================================
 protocol                  what the engine does with it
@@ -86,12 +85,11 @@ class Processor(Protocol):
 
 @runtime_checkable
 class TurnDelimited(Protocol):
-    """How a processor's model turn ends: required of every processor the engine uses.
+    """How a processor's model turn ends (required of every processor the engine uses).
 
-    ``turn_end`` is the special token that closes an assistant turn (``"<|im_end|>"``); the engine
-    cuts a sampled turn after it and appends it when a turn hits its token budget. ``after_turn_end``
-    is what the template writes after it before the next user turn (Qwen's ``"\\n"``). Both are read
-    once, into a :class:`~trl_env.chat.turn_end.TurnEnd`, which also gives the ids generators stop at.
+    ``turn_end`` is the special token that closes an assistant turn (``"<|im_end|>"``): the engine cuts a
+    turn after it, or appends it. ``after_turn_end`` is what the template writes after it before the next
+    user turn (Qwen's ``"\\n"``). Both are read once, into a :class:`~trl_env.chat.turn_end.TurnEnd`.
     """
 
     @property
@@ -238,14 +236,11 @@ class Generation(NamedTuple):
 class Generator(Protocol):
     """A batched sampler over token-id contexts.
 
-    Each context gets its sampled ids and each sampled token's logprob under the sampling distribution.
-
-    Stop tokens are given once, when the generator is built: every trl-env generator takes
-    ``stop_token_ids=`` (for a local model, :func:`trl_env.generation.local_model.stop_token_ids`: the
-    model's EOS ids and the processor's end-of-turn token; under a trainer, the trainer's EOS ids) and
-    ``generate`` never receives them. A context's sampling stops at the first stop token it samples (kept
-    as its last id) or after ``max_new_tokens``. The engine then cuts each result once, after the first
-    end-of-turn token and at the turn's token budget, so a generator need not trim anything itself.
+    Each context gets its sampled ids and each one's logprob under the sampling distribution. Stop ids
+    are given once, at construction (every trl-env generator takes ``stop_token_ids=``, e.g.
+    :func:`trl_env.generation.local_model.stop_token_ids`); ``generate`` never receives them. Sampling a
+    context stops at its first stop token (kept as its last id) or after ``max_new_tokens``; the engine
+    cuts each result once, after the first end-of-turn token and at the turn's budget.
 
     Example:
         >>> class Constant:

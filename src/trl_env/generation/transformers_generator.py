@@ -33,60 +33,15 @@ from transformers.generation.logits_process import TopKLogitsWarper, TopPLogitsW
 
 from trl_env.core import Generation
 from trl_env.generation.base import cut_at_stop
-
-# generation_config fields that make model.generate process logits beyond temperature/top-k/top-p,
-# with their neutral values
-_EXTRA_PROCESSING: dict[str, tuple[object, ...]] = {
-    "repetition_penalty": (None, 1.0),
-    "encoder_repetition_penalty": (None, 1.0),
-    "no_repeat_ngram_size": (None, 0),
-    "encoder_no_repeat_ngram_size": (None, 0),
-    "bad_words_ids": (None,),
-    "min_length": (None, 0),
-    "min_new_tokens": (None, 0),
-    "min_p": (None,),
-    "top_h": (None,),
-    "typical_p": (None, 1.0),
-    "epsilon_cutoff": (None, 0.0),
-    "eta_cutoff": (None, 0.0),
-    "sequence_bias": (None,),
-    "suppress_tokens": (None,),
-    "begin_suppress_tokens": (None,),
-    "forced_bos_token_id": (None,),
-    "forced_eos_token_id": (None,),
-    "renormalize_logits": (None, False),
-    "exponential_decay_length_penalty": (None,),
-    "guidance_scale": (None, 1.0),
-    "watermarking_config": (None,),
-}
-
-
-def extra_logits_processing(generation_config: object) -> list[str]:
-    """The ``generation_config`` fields that ask ``model.generate`` for more than temperature/top-k/top-p.
-
-    Example:
-        >>> from transformers import GenerationConfig
-        >>> extra_logits_processing(GenerationConfig(repetition_penalty=1.1))
-        ['repetition_penalty']
-    """
-    return [
-        name for name, neutral in _EXTRA_PROCESSING.items() if getattr(generation_config, name, None) not in neutral
-    ]
+from trl_env.generation.logits_processing import extra_logits_processing
 
 
 class TransformersGenerator:
     """A :class:`~trl_env.core.Generator` over a transformers causal LM.
 
-    Args:
-        model: the causal LM.
-        tokenizer: its tokenizer (its pad id pads the batch).
-        temperature: sampling temperature (> 0).
-        top_p: nucleus sampling (1.0: off).
-        top_k: top-k sampling (None or 0: off).
-        min_p: min-p sampling (None: off), applied by ``model.generate``.
-        repetition_penalty: ``model.generate``'s repetition penalty (1.0: off).
-        stop_token_ids: the ids a turn stops at (default: the tokenizer's EOS), see :class:`~trl_env.core.Generator`.
-        model_context: a factory of a context manager yielding the model to sample with (e.g. TRL's unwrap).
+    ``top_k=None`` (or 0) and ``top_p=1.0`` turn those off; ``min_p`` and ``repetition_penalty`` (off: None,
+    1.0) are applied by ``model.generate``. ``stop_token_ids`` defaults to the tokenizer's EOS; ``model_context``
+    is a factory of a context manager yielding the model to sample with (e.g. TRL's unwrap).
     """
 
     def __init__(
@@ -144,9 +99,7 @@ class TransformersGenerator:
 
     def _own_processing(self) -> dict[str, float]:
         """This generator's settings that only ``model.generate`` applies (min-p, repetition penalty), if set."""
-        settings: dict[str, float] = {}
-        if self.min_p is not None:
-            settings["min_p"] = self.min_p
+        settings = {} if self.min_p is None else {"min_p": self.min_p}
         if self.repetition_penalty != 1.0:
             settings["repetition_penalty"] = self.repetition_penalty
         return settings
