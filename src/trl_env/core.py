@@ -1,15 +1,15 @@
 """Every protocol trl-env's rollout loop relies on, in one place.
 
-Two protocols are required: an :class:`Env` (text in, text out, a reward) and a :class:`Processor`
-(renders env text into chat-formatted strings and parses the model's answer). Everything else here is
-an *optional capability*: a small runtime-checkable protocol that the engine tests with ``isinstance``
-(never ``getattr``) and uses when an object has it:
+Three protocols are required: an :class:`Env` (text in, text out, a reward), a :class:`Processor`
+(renders env text into chat-formatted strings and parses the model's answer) that is also
+:class:`TurnDelimited` (says how a model turn ends; a processor that is not is refused when the rollout
+or the ``rollout_func`` is built, naming the members it lacks), and a :class:`Generator` (the sampling
+backend: batched contexts in, sampled ids and logprobs out). Everything else is an *optional capability*:
+a small runtime-checkable protocol the engine tests with ``isinstance`` (never ``getattr``) and uses:
 
 ========================  =====================================================================
 protocol                  what the engine does with it
 ========================  =====================================================================
-:class:`TurnDelimited`    a processor that names its end-of-turn token (required by the engine:
-                          a processor without it gets a clear error)
 :class:`StrictParser`     a processor that flags malformed answers (otherwise an empty action
                           counts as a parse failure)
 :class:`HasTokenizer`     a processor or generator carrying the tokenizer (``rollout()`` finds it)
@@ -20,7 +20,6 @@ protocol                  what the engine does with it
                           chat template renders them, its results come back as ``tool`` messages
 :class:`Forkable`         an env that makes its own independent copy for tree rollouts (otherwise
                           ``copy.deepcopy``, see :func:`trl_env.engine.forking.fork_env`)
-:class:`Generator`        the sampling backend: batched contexts in, sampled ids and logprobs out
 :class:`CollectiveGenerator`  a generator whose calls are collective across processes
 :class:`ConcurrentGenerator`  a generator that takes requests without blocking (a server batching
                           continuously): the per-episode schedule sends each ready context at once
@@ -84,16 +83,13 @@ class Processor(Protocol):
     def parse_agent_output(self, completion: Language) -> tuple[str, str]: ...  # (reasoning, action)
 
 
-# --- optional capabilities of a processor -------------------------------------------------------
-
-
 @runtime_checkable
 class TurnDelimited(Protocol):
-    """A processor that says how a model turn ends.
+    """How a processor's model turn ends (required of every processor the engine uses).
 
-    ``turn_end`` is the special token that closes an assistant turn (``"<|im_end|>"``); the engine
-    stops sampling there and appends it when a turn hits its token budget. ``after_turn_end`` is
-    what the template writes after it before the next user turn (Qwen's ``"\\n"``).
+    ``turn_end`` is the special token that closes an assistant turn (``"<|im_end|>"``): the engine cuts a
+    turn after it, or appends it. ``after_turn_end`` is what the template writes after it before the next
+    user turn (Qwen's ``"\\n"``). Both are read once, into a :class:`~trl_env.chat.turn_end.TurnEnd`.
     """
 
     @property
@@ -101,6 +97,9 @@ class TurnDelimited(Protocol):
 
     @property
     def after_turn_end(self) -> str: ...
+
+
+# --- optional capabilities of a processor -------------------------------------------------------
 
 
 class ParsedOutput(NamedTuple):
@@ -237,8 +236,11 @@ class Generation(NamedTuple):
 class Generator(Protocol):
     """A batched sampler over token-id contexts.
 
-    Each context gets its sampled ids (stopped at, and including, a stop token, or cut at
-    ``max_new_tokens``) and each sampled token's logprob under the sampling distribution.
+    Each context gets its sampled ids and each one's logprob under the sampling distribution. Stop ids
+    are given once, at construction (every trl-env generator takes ``stop_token_ids=``, e.g.
+    :func:`trl_env.generation.local_model.stop_token_ids`); ``generate`` never receives them. Sampling a
+    context stops at its first stop token (kept as its last id) or after ``max_new_tokens``; the engine
+    cuts each result once, after the first end-of-turn token and at the turn's budget.
 
     Example:
         >>> class Constant:

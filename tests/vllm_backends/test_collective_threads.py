@@ -19,8 +19,8 @@ import torch
 from vllm_helpers import CountdownEnv
 
 from trl_env import ChatTemplateProcessor, rollout
+from trl_env.generation.trainer_vllm import TrainerVLLMGenerator
 from trl_env.trainer.trl_compat import vllm_generate_tokens
-from trl_env.trainer.vllm_generator import TrainerVLLMGenerator
 
 SEEDS = [["1-a", "1-b"], ["3-a", "2-b", "3-c"]]
 

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING
 
 from trl_env.chat.chunks import special_token_strings
 from trl_env.chat.tool_turns import ToolTurns
-from trl_env.core import Processor, ToolResult, TurnDelimited
-from trl_env.errors import ConfigTypeError, TemplateError
+from trl_env.chat.turn_end import TurnEnd
+from trl_env.core import Processor, ToolResult
+from trl_env.errors import TemplateError
 
 if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
     from transformers import PreTrainedTokenizerBase
@@ -39,21 +40,10 @@ class ChunkEncoder:
     def __init__(self, tokenizer: PreTrainedTokenizerBase, processor: Processor) -> None:
         self.tokenizer = tokenizer
         self.processor = processor
-        if not isinstance(processor, TurnDelimited):
-            raise ConfigTypeError(
-                f"{type(processor).__name__} does not say how a model turn ends: give it the properties turn_end "
-                "(the special token that closes an assistant turn, e.g. '<|im_end|>') and after_turn_end (what the "
-                "template writes after it, e.g. '\\n') -- the TurnDelimited protocol of trl_env.core -- or build it "
-                "as a ChunkedProcessor(ChatChunks(...))"
-            )
-        self.turn_end: str = processor.turn_end
-        self.after_turn_end: str = processor.after_turn_end
-        ids = tokenizer.encode(self.turn_end, add_special_tokens=False)
-        if len(ids) != 1:
-            raise TemplateError(
-                f"the end-of-turn text {self.turn_end!r} is {len(ids)} tokens, expected one special token"
-            )
-        self.turn_end_id: int = ids[0]
+        self.ending = TurnEnd.of(processor, tokenizer)  # refuses a processor that cannot say how its turn ends
+        self.turn_end: str = self.ending.text
+        self.after_turn_end: str = self.ending.after
+        self.turn_end_id: int = self.ending.id
         self._special_ids = {s: tokenizer.convert_tokens_to_ids(s) for s in special_token_strings(tokenizer)}
         self.special_tokens: list[str] = list(self._special_ids)
         self._tool_turns: ToolTurns | None = None

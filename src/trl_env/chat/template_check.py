@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trl_env.chat.chunked_processor import ChunkedProcessor
-from trl_env.core import Processor, TurnDelimited
-from trl_env.errors import ConfigTypeError
+from trl_env.chat.turn_end import require_turn_delimited
+from trl_env.core import Processor
 
 if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
     from transformers import PreTrainedTokenizerBase
@@ -69,8 +69,7 @@ def template_differences(
     Returns:
         The differences, empty when the processor renders as the template does.
     """
-    if not isinstance(processor, TurnDelimited):
-        raise ConfigTypeError(f"{type(processor).__name__} has no turn_end/after_turn_end (TurnDelimited) to compare")
+    require_turn_delimited(processor)
     if template_kwargs is None:
         template_kwargs = processor.template_kwargs if isinstance(processor, ChunkedProcessor) else {}
     kwargs = dict(template_kwargs)

@@ -1,6 +1,9 @@
-"""Helpers shared by the generators: cutting a sampled sequence at its stop token.
+"""Cutting a sampled sequence after its first stop token.
 
-The :class:`~trl_env.core.Generator` protocol itself lives in :mod:`trl_env.core`.
+The engine cuts each model turn once with it, after the end-of-turn token
+(:meth:`~trl_env.engine.episode_steps.EpisodeSteps.after_generation`); the ``model.generate`` path of
+:class:`~trl_env.generation.transformers_generator.TransformersGenerator` drops a finished row's padding with
+it. The :class:`~trl_env.core.Generator` protocol itself lives in :mod:`trl_env.core`.
 
 Example:
     >>> cut_at_stop([5, 9, 2, 7], [-0.1, -0.2, -0.3, -0.4], stop_token_ids=[2])

@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from trl_env.core import Processor, TurnDelimited
-from trl_env.errors import ConfigTypeError
+from trl_env.chat.turn_end import TurnEnd
+from trl_env.core import Processor
 
 
 def autocast_context(model: Any, dtype: torch.dtype | None) -> Callable[[], Any] | None:
@@ -55,7 +55,7 @@ def cpu_has_bf16() -> bool:
 
 
 def stop_token_ids(model: Any, tokenizer: Any, processor: Processor) -> list[int]:
-    """The model's EOS ids plus the processor's end-of-turn token.
+    """The ids a generator on ``model`` stops at: the model's EOS ids plus the processor's end-of-turn token.
 
     Args:
         model: a model whose ``generation_config.eos_token_id`` is read.
@@ -63,18 +63,11 @@ def stop_token_ids(model: Any, tokenizer: Any, processor: Processor) -> list[int
         processor: a :class:`~trl_env.core.TurnDelimited` processor.
 
     Returns:
-        Stop token ids, without duplicates.
+        :meth:`TurnEnd.stop_token_ids <trl_env.chat.turn_end.TurnEnd.stop_token_ids>` of the model's EOS ids.
 
     Example:
         >>> from trl_env.chat.presets import preset
         >>> stop_token_ids(model, tokenizer, preset("qwen3_thinking"))
         [151645]
     """
-    if not isinstance(processor, TurnDelimited):
-        raise ConfigTypeError(f"{type(processor).__name__} has no turn_end (see trl_env.core.TurnDelimited)")
-    eos = model.generation_config.eos_token_id
-    ids = [] if eos is None else ([eos] if isinstance(eos, int) else list(eos))
-    for token in (tokenizer.convert_tokens_to_ids(processor.turn_end), tokenizer.eos_token_id):
-        if token is not None and token not in ids:
-            ids.append(token)
-    return ids
+    return TurnEnd.of(processor, tokenizer).stop_token_ids(model.generation_config.eos_token_id)

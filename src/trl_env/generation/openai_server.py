@@ -31,7 +31,6 @@ from typing import Any
 
 from trl_env.core import Generation
 from trl_env.errors import BackendError, ConfigError
-from trl_env.generation.base import cut_at_stop
 from trl_env.generation.vllm_engine import PROCESSED
 
 TOKEN_PREFIX = "token_id:"
@@ -172,8 +171,7 @@ class OpenAIServerGenerator:
             raise BackendError(f"the server returned {len(choices)} choices for {len(contexts)} prompts")
         generations = []
         for choice in sorted(choices, key=lambda c: c["index"]):
-            ids, logprobs = parse_choice(choice)
-            generations.append(cut_at_stop(ids, logprobs, self.stop_token_ids))
+            generations.append(Generation(*parse_choice(choice)))  # the server stopped at a stop token, if any
         return generations
 
     def submit(self, contexts: list[list[int]], max_new_tokens: int) -> Future[list[Generation]]:

@@ -10,9 +10,10 @@ top_k=..., top_p=...)`` samples from (temperature, then top-k, then top-p). The 
 written out rather than calling ``model.generate`` for speed on large vocabularies: a token
 is drawn by inverse-CDF sampling (:func:`sample_from_weights`, an order of magnitude faster
 on CPU than ``torch.multinomial`` over 151k tokens), only the sampled tokens' logprobs are
-kept instead of every step's full logits, and finished rows leave the batch. A model whose
-``generation_config`` asks for further logits processing (``repetition_penalty``,
-``min_p``, ...) is sampled with ``model.generate`` instead, so that processing still applies.
+kept instead of every step's full logits, and finished rows leave the batch. A generator given
+``min_p`` or a ``repetition_penalty``, or a model whose ``generation_config`` asks for further
+logits processing, is sampled with ``model.generate`` instead, so that processing still applies
+(the logprobs stay ``log_softmax(logits / temperature)``, as TRL recomputes them).
 
 Example:
     >>> generator = TransformersGenerator(model, tokenizer, temperature=1.0)
@@ -33,49 +34,16 @@ from transformers.generation.logits_process import TopKLogitsWarper, TopPLogitsW
 from trl_env.core import Generation
 from trl_env.errors import ConfigError
 from trl_env.generation.base import cut_at_stop
-
-# generation_config fields that make model.generate process logits beyond temperature/top-k/top-p,
-# with their neutral values
-_EXTRA_PROCESSING: dict[str, tuple[object, ...]] = {
-    "repetition_penalty": (None, 1.0),
-    "encoder_repetition_penalty": (None, 1.0),
-    "no_repeat_ngram_size": (None, 0),
-    "encoder_no_repeat_ngram_size": (None, 0),
-    "bad_words_ids": (None,),
-    "min_length": (None, 0),
-    "min_new_tokens": (None, 0),
-    "min_p": (None,),
-    "top_h": (None,),
-    "typical_p": (None, 1.0),
-    "epsilon_cutoff": (None, 0.0),
-    "eta_cutoff": (None, 0.0),
-    "sequence_bias": (None,),
-    "suppress_tokens": (None,),
-    "begin_suppress_tokens": (None,),
-    "forced_bos_token_id": (None,),
-    "forced_eos_token_id": (None,),
-    "renormalize_logits": (None, False),
-    "exponential_decay_length_penalty": (None,),
-    "guidance_scale": (None, 1.0),
-    "watermarking_config": (None,),
-}
-
-
-def extra_logits_processing(generation_config: object) -> list[str]:
-    """The ``generation_config`` fields that ask ``model.generate`` for more than temperature/top-k/top-p.
-
-    Example:
-        >>> from transformers import GenerationConfig
-        >>> extra_logits_processing(GenerationConfig(repetition_penalty=1.1))
-        ['repetition_penalty']
-    """
-    return [
-        name for name, neutral in _EXTRA_PROCESSING.items() if getattr(generation_config, name, None) not in neutral
-    ]
+from trl_env.generation.logits_processing import extra_logits_processing
 
 
 class TransformersGenerator:
-    """A :class:`~trl_env.core.Generator` over a transformers causal LM."""
+    """A :class:`~trl_env.core.Generator` over a transformers causal LM.
+
+    ``top_k=None`` (or 0) and ``top_p=1.0`` turn those off; ``min_p`` and ``repetition_penalty`` (off: None,
+    1.0) are applied by ``model.generate``. ``stop_token_ids`` defaults to the tokenizer's EOS; ``model_context``
+    is a factory of a context manager yielding the model to sample with (e.g. TRL's unwrap).
+    """
 
     def __init__(
         self,
@@ -85,6 +53,8 @@ class TransformersGenerator:
         temperature: float = 1.0,
         top_p: float = 1.0,
         top_k: int | None = None,
+        min_p: float | None = None,
+        repetition_penalty: float = 1.0,
         stop_token_ids: Sequence[int] | None = None,
         model_context: Callable[[], AbstractContextManager[PreTrainedModel]] | None = None,
     ) -> None:
@@ -95,6 +65,8 @@ class TransformersGenerator:
         self.temperature = temperature
         self.top_p = top_p
         self.top_k = top_k
+        self.min_p = min_p
+        self.repetition_penalty = repetition_penalty
         self.stop_token_ids = list(stop_token_ids) if stop_token_ids else [tokenizer.eos_token_id]
         self.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_token_ids[0]
         self._model_context = model_context or (lambda: nullcontext(self.model))
@@ -120,11 +92,18 @@ class TransformersGenerator:
             was_training = model.training
             model.eval()
             try:
-                if extra_logits_processing(getattr(model, "generation_config", None)):
+                if self._own_processing() or extra_logits_processing(getattr(model, "generation_config", None)):
                     return list(self._generate_with_model_generate(model, contexts, max_new_tokens))
                 return self._sample_loop(model, contexts, max_new_tokens)
             finally:
                 model.train(was_training)
+
+    def _own_processing(self) -> dict[str, float]:
+        """This generator's settings that only ``model.generate`` applies (min-p, repetition penalty), if set."""
+        settings = {} if self.min_p is None else {"min_p": self.min_p}
+        if self.repetition_penalty != 1.0:
+            settings["repetition_penalty"] = self.repetition_penalty
+        return settings
 
     def _batch(self, contexts: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         width = max(len(c) for c in contexts)
@@ -232,6 +211,7 @@ class TransformersGenerator:
             temperature=self.temperature,
             top_p=self.top_p,
             top_k=self.top_k,
+            **self._own_processing(),  # only when set: otherwise the model's generation_config decides, as before
             max_new_tokens=max_new_tokens,
             eos_token_id=self.stop_token_ids,
             pad_token_id=self.pad_token_id,
@@ -246,7 +226,7 @@ class TransformersGenerator:
             for i, step in enumerate(out.logits)
         ]
         logprobs = torch.cat(columns, dim=1).tolist()
-        for row in range(len(contexts)):
+        for row in range(len(contexts)):  # model.generate pads a finished row: drop what follows its stop token
             yield cut_at_stop(new_ids[row].tolist(), logprobs[row], self.stop_token_ids)
 
 

@@ -21,7 +21,6 @@ from typing import Any
 
 from trl_env.core import Generation
 from trl_env.errors import BackendError, ConfigError
-from trl_env.generation.base import cut_at_stop
 
 PROCESSED = "processed_logprobs"
 
@@ -166,5 +165,5 @@ class VLLMGenerator:
         for output in outputs:
             sample = output.outputs[0]
             ids = list(sample.token_ids)
-            generations.append(cut_at_stop(ids, sampled_logprobs(ids, sample.logprobs), self.stop_token_ids))
+            generations.append(Generation(ids, sampled_logprobs(ids, sample.logprobs)))  # ends at a stop token, if any
         return generations

@@ -98,10 +98,11 @@ def build_trainer(
 ) -> Any:
     """A ready ``GRPOTrainer`` over ``seeds`` with trl-env's rollout function.
 
-    With ``settings.lora_r > 0`` the model is wrapped in a LoRA adapter here (so the rollout
-    generator and the trainer share it); episodes are sampled by
-    :class:`~trl_env.generation.kv_cache.EpisodeCacheGenerator` (the model's EOS ids and the
-    processor's end-of-turn token stop a turn). ``settings.bf16`` trains and samples under
+    With ``settings.lora_r > 0`` the model is wrapped in a LoRA adapter here. Episodes are sampled
+    as :func:`~trl_env.trainer.rollout_func.make_rollout_func` samples them by default
+    (:func:`~trl_env.trainer.sampling.trainer_generator`: the trainer's model with every sampling setting
+    of its ``GRPOConfig``, ``settings.temperature`` and any ``top_p``/``top_k``/``min_p``/
+    ``repetition_penalty`` in ``settings.extra_args``). ``settings.bf16`` trains and samples under
     bfloat16 autocast (about twice as fast on CPUs with AVX512-BF16/AMX; weights stay float32).
 
     Args:
@@ -121,8 +122,6 @@ def build_trainer(
     from trl import GRPOConfig, GRPOTrainer
 
     from trl_env.chat.template_processor import ChatTemplateProcessor
-    from trl_env.generation.kv_cache import EpisodeCacheGenerator
-    from trl_env.generation.local_model import autocast_context, stop_token_ids
     from trl_env.trainer.rollout_func import env_reward, make_rollout_func
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -161,18 +160,10 @@ def build_trainer(
         )
         model = get_peft_model(model, lora)
     processor = processor if processor is not None else ChatTemplateProcessor(tokenizer)
-    generator = EpisodeCacheGenerator(
-        model,
-        tokenizer,
-        temperature=settings.temperature,
-        stop_token_ids=stop_token_ids(model, tokenizer, processor),
-        model_context=autocast_context(model, torch.bfloat16 if settings.bf16 else None),
-    )
     rollout_func = make_rollout_func(
         env_factory,
         processor,
         config=settings.rollout,
-        generator=generator,
         transcripts_every=settings.transcripts_every,
         transcripts_per_step=settings.transcripts_per_step,
     )

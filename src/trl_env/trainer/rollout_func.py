@@ -24,25 +24,24 @@ from typing import Any
 
 from trl_env.chat.additivity import check_additivity
 from trl_env.chat.template_processor import ChatTemplateProcessor
+from trl_env.chat.turn_end import TurnEnd, require_turn_delimited
 from trl_env.core import Env, Generator, Processor
 from trl_env.engine.config import RolloutConfig
 from trl_env.engine.rollout import RolloutEngine
-from trl_env.errors import ConfigError, ConfigTypeError, DataError, TemplateError
-from trl_env.generation.kv_cache import EpisodeCacheGenerator
+from trl_env.errors import ConfigTypeError, DataError, TemplateError
 from trl_env.trainer.failures import FailureMonitor
 from trl_env.trainer.launch_check import launch_problem
 from trl_env.trainer.metrics import SUM_EPISODES, SUM_ERRORS, log_episode_metrics
 from trl_env.trainer.rollout_batch import episodes_to_batch
+from trl_env.trainer.sampling import trainer_generator, trainer_stop_token_ids
 from trl_env.trainer.setting_checks import check_tree_credit, episode_budget, trainer_advantage
 from trl_env.trainer.transcript_tables import attach_tables
 from trl_env.trainer.transcripts import FlushTranscripts, TranscriptRecorder
 from trl_env.trainer.trl_compat import (
     enable_vllm_cpu_weight_sync,
-    model_for_generation,
     require_supported_trl,
     shorten_unscorable_warning,
     trainer_tokenizer,
-    uses_vllm,
 )
 
 
@@ -112,8 +111,9 @@ def make_rollout_func(
             ``max_completion_length`` (``config.max_completion_tokens``, when set, must not exceed it), and
             ``config.tree`` needs a trainer with the tree advantage (``TurnLevelGRPOTrainer(advantage_mode="tree")``);
             both are checked by :mod:`~trl_env.trainer.setting_checks` when the trainer first calls.
-        generator: the sampling backend; defaults to the trainer's own (its vLLM, or
-            :class:`EpisodeCacheGenerator` on its model).
+        generator: the sampling backend; defaults to the trainer's own
+            (:func:`~trl_env.trainer.sampling.trainer_generator`: its vLLM, or an :class:`EpisodeCacheGenerator`
+            on its model with every sampling setting of its ``GRPOConfig``).
         allow_non_additive: train even when the processor fails :func:`~trl_env.chat.additivity.check_additivity`.
         progress: show a progress bar of the episodes ended.
         transcripts_every: record the episodes of every N-th step to ``OUTPUT_DIR/transcripts*.jsonl``
@@ -126,7 +126,12 @@ def make_rollout_func(
         failure_window: the number of steps that fraction is taken over.
 
     Returns:
-        ``rollout_func(prompts, trainer)`` for ``GRPOTrainer(rollout_func=...)``.
+        ``rollout_func(prompts, trainer)`` for ``GRPOTrainer(rollout_func=...)``. Its ``engine`` attribute is
+        the :class:`~trl_env.engine.rollout.RolloutEngine` of the latest call (its generator, config and
+        ``stats``), None before the first.
+
+    Raises:
+        TypeError: the processor cannot say how its turn ends (:class:`~trl_env.core.TurnDelimited`).
 
     Example:
         >>> rollout_func = make_rollout_func(GuessNumberEnv, max_turns=5, max_turn_tokens=8)
@@ -136,6 +141,8 @@ def make_rollout_func(
         trl_env.errors.ConfigTypeError: unknown rollout setting 'max_turn'; the RolloutConfig fields are: ...
     """
     require_supported_trl()
+    if processor is not None:
+        require_turn_delimited(processor)  # now, not at the first rollout of training
     enable_vllm_cpu_weight_sync()
     shorten_unscorable_warning()  # a failed episode's row would otherwise print its whole transcript
     base_config = RolloutConfig.from_kwargs(config, **settings)
@@ -159,14 +166,12 @@ def make_rollout_func(
                     "the text's; fix the processor or pass allow_non_additive=True\n" + report.table(5)
                 )
         config = episode_budget(base_config, trainer.max_completion_length)
-        engine = RolloutEngine(generator or _trainer_generator(trainer, tokenizer), chosen, tokenizer, config)
-        turn_end_id = engine.encoder.turn_end_id
-        if turn_end_id not in trainer.eos_token_ids:
-            raise ConfigError(
-                f"the end-of-turn token {engine.encoder.turn_end!r} (id {turn_end_id}) is not among the trainer's EOS "
-                f"ids {trainer.eos_token_ids}; TRL would count every episode as truncated. Set "
-                "model.generation_config.eos_token_id to include it."
-            )
+        stops = trainer_stop_token_ids(trainer, TurnEnd.of(chosen, tokenizer))
+        if generator is None:  # not `generator or ...`: an EpisodeCacheGenerator with an empty cache is falsy
+            chosen_generator = trainer_generator(trainer, tokenizer, stops)
+        else:
+            chosen_generator = generator
+        engine = RolloutEngine(chosen_generator, chosen, tokenizer, config)
         return engine
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
@@ -189,6 +194,7 @@ def make_rollout_func(
                 trainer.add_callback(FlushTranscripts(recorder))  # write what is queued when training ends
                 current["tables"] = attach_tables(trainer)  # the same episodes to wandb, if reported to
         engine: RolloutEngine = current["engine"]
+        rollout_func.engine = engine  # type: ignore[attr-defined]
         episodes = engine.run(env_factory, [prompt_to_seed(p) for p in prompts], progress=progress)
         process = trainer.accelerator.process_index
         for episode in episodes:  # tree node ids unique over the processes' batches, which TRL gathers
@@ -202,21 +208,5 @@ def make_rollout_func(
                 current["tables"].add(trainer.state.global_step, episodes[:transcripts_per_step])
         return episodes_to_batch(episodes, engine.encoder.turn_end_id, engine.config.failure_reward)
 
+    rollout_func.engine = None  # type: ignore[attr-defined]
     return rollout_func
-
-
-def _trainer_generator(trainer: Any, tokenizer: Any) -> Generator:
-    if uses_vllm(trainer):
-        from trl_env.trainer.vllm_generator import TrainerVLLMGenerator
-
-        return TrainerVLLMGenerator(trainer)
-    stop_ids = list(trainer.eos_token_ids)
-    return EpisodeCacheGenerator(
-        trainer.model,
-        tokenizer,
-        temperature=trainer.temperature,
-        top_p=trainer.top_p,
-        top_k=trainer.top_k or None,
-        stop_token_ids=stop_ids,
-        model_context=model_for_generation(trainer),
-    )

@@ -28,8 +28,8 @@ def main() -> None:
     from trl import GRPOConfig, GRPOTrainer
 
     from trl_env import env_reward, make_rollout_func
+    from trl_env.generation.trainer_vllm import TrainerVLLMGenerator
     from trl_env.trainer.trl_compat import enable_vllm_cpu_weight_sync
-    from trl_env.trainer.vllm_generator import TrainerVLLMGenerator
 
     calls: list[int] = []
     generate = TrainerVLLMGenerator.generate
@@ -92,7 +92,7 @@ def check_weight_sync(trainer, model_dir: str, tokenizer) -> tuple[float, float]
     from transformers import AutoModelForCausalLM
     from vllm_helpers import TEMPERATURE, recompute_logprobs
 
-    from trl_env.trainer.vllm_generator import TrainerVLLMGenerator
+    from trl_env.generation.trainer_vllm import TrainerVLLMGenerator
 
     trainer.vllm_generation.sync_weights()
     contexts = [tokenizer.encode(f"<|im_start|>user\nSeed {i}.<|im_end|>\n<|im_start|>assistant\n") for i in range(4)]

@@ -70,7 +70,7 @@ def main() -> None:
     from vllm_helpers import TEMPERATURE, CountdownEnv, recompute_logprobs, set_vllm_env
 
     from trl_env import ChatTemplateProcessor, rollout
-    from trl_env.trainer.vllm_generator import TrainerVLLMGenerator
+    from trl_env.generation.trainer_vllm import TrainerVLLMGenerator
 
     set_vllm_env()
     accelerator = Accelerator(cpu=True)

@@ -1,9 +1,10 @@
 """Sampling through the vLLM engine of a TRL ``GRPOTrainer`` (``use_vllm=True``).
 
 Each turn, the contexts of all live episodes go to TRL's ``VLLMGeneration.generate`` in one
-call, with that turn's ``max_tokens``, the trainer's EOS ids as stop tokens and the sampled
-token's logprob (see :func:`trl_env.trainer.trl_compat.vllm_generate_tokens`). TRL syncs the weights
-before calling the ``rollout_func``, so nothing is synced here.
+call, with that turn's ``max_tokens``, the generator's stop ids (by default the trainer's EOS ids)
+and the sampled token's logprob (see :func:`trl_env.trainer.trl_compat.vllm_generate_tokens`); the
+trainer's other sampling settings (temperature, top-p, top-k, min-p, repetition penalty) are TRL's
+own. TRL syncs the weights before calling the ``rollout_func``, so nothing is synced here.
 
 The collective-call rule. In server mode (and colocate mode with tensor parallelism) TRL's
 ``generate`` is a collective call: every process gathers its prompts to the main process
@@ -23,18 +24,18 @@ In colocate mode without tensor parallelism each process has its own engine and 
 is collective.
 
 Example:
-    >>> generator = TrainerVLLMGenerator(trainer)  # doctest: +SKIP
+    >>> generator = TrainerVLLMGenerator(trainer, stop_token_ids=trainer.eos_token_ids)  # doctest: +SKIP
     >>> generator.generate([[151644, 872, 198]], max_new_tokens=8)[0].ids[-1]  # doctest: +SKIP
     151645
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from trl_env.core import Generation
 from trl_env.errors import ConfigError
-from trl_env.generation.base import cut_at_stop
 from trl_env.trainer.trl_compat import vllm_generate_tokens, vllm_generation, vllm_is_collective
 
 
@@ -57,16 +58,25 @@ def max_over_processes(accelerator: Any, values: list[int]) -> list[int]:
 class TrainerVLLMGenerator:
     """A :class:`~trl_env.core.Generator` over a ``GRPOTrainer``'s vLLM (colocate or server mode).
 
-    ``accelerator`` and ``handle`` default to the trainer's; tests pass stand-ins.
+    ``stop_token_ids`` defaults to the trainer's ``eos_token_ids``. ``accelerator`` and ``handle`` default to
+    the trainer's; tests pass stand-ins.
     """
 
-    def __init__(self, trainer: Any, *, accelerator: Any | None = None, handle: Any | None = None) -> None:
+    def __init__(
+        self,
+        trainer: Any,
+        *,
+        stop_token_ids: Sequence[int] | None = None,
+        accelerator: Any | None = None,
+        handle: Any | None = None,
+    ) -> None:
         self.trainer = trainer
         self.accelerator = accelerator if accelerator is not None else trainer.accelerator
         self.handle = handle if handle is not None else vllm_generation(trainer)
-        self.stop_token_ids = [int(t) for t in trainer.eos_token_ids]
+        stops = trainer.eos_token_ids if stop_token_ids is None else stop_token_ids
+        self.stop_token_ids = [int(t) for t in stops]
         if not self.stop_token_ids:
-            raise ConfigError("the trainer has no EOS token ids to stop a turn at")
+            raise ConfigError("TrainerVLLMGenerator needs stop token ids to end a turn at; the trainer has no EOS ids")
         self.collective = vllm_is_collective(self.handle) and self.accelerator.num_processes > 1
         self.calls = 0
 
@@ -99,7 +109,5 @@ class TrainerVLLMGenerator:
         ids, logprobs = vllm_generate_tokens(
             self.handle, prompts, max_tokens=max(1, max_tokens), stop_token_ids=self.stop_token_ids
         )
-        return [
-            cut_at_stop(i, lp, self.stop_token_ids)
-            for i, lp in zip(ids[: len(contexts)], logprobs[: len(contexts)], strict=True)
-        ]
+        # vLLM ends each sequence at its first stop token: nothing to trim (the engine cuts the turn)
+        return [Generation(i, lp) for i, lp in zip(ids[: len(contexts)], logprobs[: len(contexts)], strict=True)]
