@@ -195,10 +195,9 @@ def trainer_cases(tokenizer):
                     prompts_per_step=1,
                     lora_r=4,
                     temperature=0.9,
-                    max_completion_tokens=32,
                     output_dir=out,
                     bf16=bf16,
-                    rollout=RolloutConfig(schedule=schedule, **rollout),
+                    rollout=RolloutConfig(schedule=schedule, **{"max_completion_tokens": 32, **rollout}),
                 )
                 torch.manual_seed(0)
                 trainer = build_trainer(
