@@ -45,7 +45,7 @@ class LatencyEnv:
 
 def hung_workload(isolation: str, episodes: int, turns: int, seed: int = 0) -> tuple[float, object]:
     """Turn-synchronous rollout like the engine's: seconds per turn, and the pool (left open)."""
-    from trl_env.engine.env_pool import EnvFault, EnvPool
+    from trl_env.envpool.pool import EnvFault, EnvPool
 
     rng = random.Random(seed)
     pool = EnvPool(LatencyEnv, isolation=isolation, workers=episodes, timeout=1.0)
@@ -65,7 +65,7 @@ def hung_workload(isolation: str, episodes: int, turns: int, seed: int = 0) -> t
 
 def overhead_us(isolation: str, calls: int) -> float:
     """Median-of-3 microseconds per sequential ``step`` on an instant env (``"direct"``: no pool)."""
-    from trl_env.engine.env_pool import EnvPool
+    from trl_env.envpool.pool import EnvPool
 
     if isolation == "direct":
         env = LatencyEnv()
@@ -92,7 +92,7 @@ def startup_s(method: str, starts: int) -> tuple[float, float]:
     """(first, median of the rest) seconds to start a process worker and get its first reset back."""
     import pickle
 
-    from trl_env.engine.env_backends import ProcessBackend, process_context
+    from trl_env.envpool.backends import ProcessBackend, process_context
 
     context = process_context(method)
     times = []
@@ -189,7 +189,7 @@ def main() -> None:
             pool.step(pool.reset("last")[0], "hang")  # and one call surely hanging as we return
             time.sleep(0.2)
         else:
-            import trl_env.engine.env_pool  # noqa: F401
+            import trl_env.envpool.pool  # noqa: F401
         print(time.time(), flush=True)
         return
     cache = Path(os.environ.get("TRL_ENV_TEST_CACHE", ROOT / ".cache")) / "qwen3-tokenizer"

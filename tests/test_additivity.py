@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from processor_cases import CHUNKABLE, NON_ADDITIVE, PRESET_TEMPLATES
 
 from trl_env import ChatTemplateProcessor, check_additivity, preset
-from trl_env.chat.additivity import Piece, compare_pieces
+from trl_env.checks.additivity import Piece, compare_pieces
 
 
 def _processors(template_tokenizers):
@@ -92,7 +92,7 @@ def test_an_answer_prefix_is_an_allowed_departure_from_the_template(qwen3_tokeni
     import dataclasses
 
     from trl_env.chat.chunked_processor import ChunkedProcessor, with_answer_prefix
-    from trl_env.chat.template_check import template_differences
+    from trl_env.checks.template import template_differences
 
     prefixed = with_answer_prefix(ChatTemplateProcessor(qwen3_tokenizer), "My guess:")
     assert template_differences(qwen3_tokenizer, prefixed) == []  # what the demo and `--answer-prefix` rely on

@@ -6,8 +6,8 @@ import pytest
 
 from examples.guess_number import GuessNumberEnv
 from tests.envs.flaky import HangsAtStep, NonDeterministic
+from trl_env.checks.env import check_env
 from trl_env.cli import main
-from trl_env.env_checker import check_env
 
 
 @pytest.mark.parametrize("factory", ["examples.guess_number:GuessNumberEnv", "examples.wordle:WordleEnv"])

@@ -129,8 +129,8 @@ def gguf_file() -> Path:
 def test_gguf_conversion_gives_a_float32_chat_model_that_stops_on_im_end(gguf_file, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trl_env.chat.additivity import check_additivity
     from trl_env.chat.template_processor import ChatTemplateProcessor
+    from trl_env.checks.additivity import check_additivity
 
     model_dir = convert_gguf(gguf_file, tmp_path / "smollm2")
     assert is_converted(model_dir)

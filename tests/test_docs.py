@@ -214,7 +214,7 @@ def missing_paths_and_tests(page: Path) -> list[str]:
     """Files and test functions a page names in code spans that do not exist.
 
     A path counts when it starts at a project folder, is a test file (``engine/test_env_pool.py``, under
-    ``tests/``) or starts at a ``trl_env`` subpackage (``chat/tool_check.py``). ``FILE::test_name`` must define
+    ``tests/``) or starts at a ``trl_env`` subpackage (``checks/tool_turns.py``). ``FILE::test_name`` must define
     ``test_name``; a bare ``test_name`` must be defined in some test file.
 
     Args:
@@ -251,7 +251,7 @@ def missing_paths_and_tests(page: Path) -> list[str]:
 def test_a_missing_file_or_test_is_reported(tmp_path):
     page = tmp_path / "page.md"
     page.write_text(
-        "`tests/test_docs.py::test_a_missing_file_or_test_is_reported` `docs/design.md` `chat/tool_check.py`\n"
+        "`tests/test_docs.py::test_a_missing_file_or_test_is_reported` `docs/design.md` `checks/tool_turns.py`\n"
         "`vllm/v1/sample.py` `test_docs.py::test_the_anchor_of_a_heading_is_githubs[x]`\n"
         "`tests/no_such.py` `test_docs.py::test_nothing_here` `test_not_defined_anywhere` `chat/gone.py`\n"
         "```\npython gone_too.py\n```\n"

@@ -17,8 +17,8 @@ import trl_env
 from tests.engine.hostile_envs import Hostile
 from trl_env.chat.presets import preset
 from trl_env.engine.config import RolloutConfig
-from trl_env.engine.env_pool import EnvPool
-from trl_env.engine.env_types import EnvContractError
+from trl_env.envpool.pool import EnvPool
+from trl_env.envpool.replies import EnvContractError
 from trl_env.errors import ConfigError, ConfigTypeError, TrlEnvError
 
 SRC = Path(trl_env.__file__).parent
@@ -34,7 +34,7 @@ KEPT_BUILTIN_RAISES = {
 
 
 def test_the_walk_finds_every_module_and_the_known_classes():
-    assert len(MODULES) > 60 and {"trl_env.errors", "trl_env.engine.env_types", "trl_env.cli.arguments"} <= set(MODULES)
+    assert len(MODULES) > 60 and {"trl_env.errors", "trl_env.envpool.replies", "trl_env.cli.arguments"} <= set(MODULES)
     assert trl_env.TrlEnvError is TrlEnvError and "TrlEnvError" in dir(trl_env)
 
 

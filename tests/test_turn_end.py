@@ -6,8 +6,8 @@ import pytest
 
 from examples.guess_number import GuessNumberEnv
 from trl_env import ChatTemplateProcessor, make_rollout_func, preset, rollout
-from trl_env.chat.template_check import template_differences
 from trl_env.chat.turn_end import TurnEnd
+from trl_env.checks.template import template_differences
 from trl_env.generation.local_model import stop_token_ids
 from trl_env.testing import InstantGenerator
 

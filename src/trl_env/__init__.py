@@ -23,20 +23,20 @@ _LAZY = {
     "RolloutConfig": "trl_env.engine.config",
     "rollout": "trl_env.engine.rollout",
     "RolloutEngine": "trl_env.engine.rollout",
-    "EnvError": "trl_env.engine.env_calls",
-    "EnvContractError": "trl_env.engine.env_calls",
+    "EnvError": "trl_env.engine.fault_policy",
+    "EnvContractError": "trl_env.envpool.replies",
     "ChatTemplateProcessor": "trl_env.chat.template_processor",
     "ChunkedProcessor": "trl_env.chat.chunked_processor",
     "ChatChunks": "trl_env.chat.chunks",
     "preset": "trl_env.chat.presets",
-    "check_additivity": "trl_env.chat.additivity",
+    "check_additivity": "trl_env.checks.additivity",
     "TransformersGenerator": "trl_env.generation.transformers_generator",
     "EpisodeCacheGenerator": "trl_env.generation.kv_cache",
     "make_rollout_func": "trl_env.trainer.rollout_func",
     "env_reward": "trl_env.trainer.rollout_func",
     "NonAdditiveProcessorError": "trl_env.trainer.rollout_func",
     "evaluate": "trl_env.evaluation",
-    "check_env": "trl_env.env_checker",
+    "check_env": "trl_env.checks.env",
     "TrlEnvError": "trl_env.errors",
 }
 
@@ -57,15 +57,15 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
-    from trl_env.chat.additivity import check_additivity
     from trl_env.chat.chunked_processor import ChunkedProcessor
     from trl_env.chat.chunks import ChatChunks
     from trl_env.chat.presets import preset
     from trl_env.chat.template_processor import ChatTemplateProcessor
+    from trl_env.checks.additivity import check_additivity
+    from trl_env.checks.env import check_env
     from trl_env.engine.config import RolloutConfig
-    from trl_env.engine.env_calls import EnvContractError, EnvError
+    from trl_env.engine.fault_policy import EnvContractError, EnvError
     from trl_env.engine.rollout import RolloutEngine, rollout
-    from trl_env.env_checker import check_env
     from trl_env.episode import Episode
     from trl_env.errors import TrlEnvError
     from trl_env.evaluation import evaluate

@@ -19,7 +19,7 @@ protocol                  what the engine does with it
 :class:`UsesTools`        an env whose actions are tool calls: its tools go into the prompt as the
                           chat template renders them, its results come back as ``tool`` messages
 :class:`Forkable`         an env that makes its own independent copy for tree rollouts (otherwise
-                          ``copy.deepcopy``, see :func:`trl_env.engine.forking.fork_env`)
+                          ``copy.deepcopy``, see :func:`trl_env.envpool.forking.fork_env`)
 :class:`CollectiveGenerator`  a generator whose calls are collective across processes
 :class:`ConcurrentGenerator`  a generator that takes requests without blocking (a server batching
                           continuously): the per-episode schedule sends each ready context at once

@@ -5,8 +5,8 @@ it would have had on its own (a bad value is still a ``ValueError``), so ``excep
 anything trl-env refuses or reports, and ``except ValueError`` code keeps working.
 
 The families here are for the raises that have no class of their own; classes that belong to one
-concept stay next to it and derive from this family (``EnvError`` in ``engine.env_calls``,
-``EnvContractError`` in ``engine.env_types``, ``ChunkingError`` in ``chat.template_processor``, ...).
+concept stay next to it and derive from this family (``EnvError`` in ``engine.fault_policy``,
+``EnvContractError`` in ``envpool.replies``, ``ChunkingError`` in ``chat.template_processor``, ...).
 ``docs/errors.md`` lists them all. This module imports nothing from trl-env, so any module can use it.
 
 Example:

@@ -17,7 +17,7 @@ import pytest
 from adapter_helpers import assert_episodes_ok, round_trip
 
 from trl_env.adapters.openenv import OpenEnvEnv, OpenEnvError, openenv_env
-from trl_env.env_checker import check_env
+from trl_env.checks.env import check_env
 
 SERVER = Path(__file__).with_name("openenv_server.py")
 

@@ -6,7 +6,7 @@ import pytest
 from adapter_helpers import assert_episodes_ok, round_trip
 
 from trl_env.adapters.reasoning_gym import ReasoningGymEnv, reasoning_gym_env
-from trl_env.env_checker import check_env
+from trl_env.checks.env import check_env
 
 
 def test_seeds_map_to_dataset_indices_modulo_size():

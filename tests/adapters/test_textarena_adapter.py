@@ -22,7 +22,7 @@ from trl_env.adapters.textarena import (
     textarena_env,
 )
 from trl_env.adapters.textarena_outcome import WIN_REASONS
-from trl_env.env_checker import check_env
+from trl_env.checks.env import check_env
 
 ROOT = Path(__file__).resolve().parents[2]
 

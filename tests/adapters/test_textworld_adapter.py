@@ -11,7 +11,7 @@ from adapter_helpers import assert_episodes_ok, round_trip
 
 from trl_env import ChatTemplateProcessor, TransformersGenerator, rollout
 from trl_env.adapters.textworld import clean_feedback, game_file, textworld_env
-from trl_env.env_checker import check_env
+from trl_env.checks.env import check_env
 from trl_env.testing import build_tiny_qwen3_model
 from trl_env.testing.scripted_model import script_model
 

@@ -12,9 +12,9 @@ import pytest
 
 from tests.engine.fork_envs import ForkablePiped, Piped, Scripted, Socketed, Tally
 from tests.engine.hostile_envs import events
-from trl_env.engine import forking
-from trl_env.engine.env_pool import EnvContractError, EnvFault, EnvPool, EnvReply
-from trl_env.engine.forking import ForkError, fork_bytes, fork_env
+from trl_env.envpool import forking
+from trl_env.envpool.forking import ForkError, fork_bytes, fork_env
+from trl_env.envpool.pool import EnvContractError, EnvFault, EnvPool, EnvReply
 
 MODES = ["thread", "process"]
 

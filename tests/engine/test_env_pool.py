@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.engine.hostile_envs import Handover, Hostile, Plain, events, not_an_env, raising_factory
-from trl_env.engine.env_backends import ProcessBackend, WorkerLost
-from trl_env.engine.env_pool import EnvContractError, EnvFault, EnvPool, EnvReply
+from trl_env.envpool.backends import ProcessBackend, WorkerLost
+from trl_env.envpool.pool import EnvContractError, EnvFault, EnvPool, EnvReply
 
 ROOT = Path(__file__).resolve().parents[2]
 MODES = ["thread", "process"]
@@ -230,9 +230,9 @@ def test_slots_of_other_pools_or_released_ones_are_refused():
             pool.step(slot, "x")
 
 
-@pytest.mark.parametrize("module", ["env_worker", "env_types", "env_backends", "env_pool"])
+@pytest.mark.parametrize("module", ["host", "replies", "backends", "pool", "isolation", "values", "forking"])
 def test_docstring_examples(module):
-    assert doctest.testmod(importlib.import_module(f"trl_env.engine.{module}")).failed == 0
+    assert doctest.testmod(importlib.import_module(f"trl_env.envpool.{module}")).failed == 0
 
 
 @pytest.mark.parametrize("isolation", ["thread", "process"])
@@ -285,7 +285,7 @@ def _python(script: str, **popen) -> subprocess.Popen:
 HANG_THEN_RETURN = """
     import sys, time
     from tests.engine.hostile_envs import Hostile
-    from trl_env.engine.env_pool import EnvPool
+    from trl_env.envpool.pool import EnvPool
     pools = [EnvPool(Hostile, isolation=mode, workers=2, timeout=None) for mode in ("thread", "process")]
     futures = [pool.reset(seed)[1] for pool in pools for seed in ("hang", "wait_forever")]
     while any(worker.backend is None for worker in pools[1]._state.workers):

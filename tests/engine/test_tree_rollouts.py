@@ -9,8 +9,8 @@ import pytest
 
 from tests.envs.basic import Latency
 from trl_env import ChatTemplateProcessor, RolloutConfig, RolloutEngine
-from trl_env.engine.env_types import EnvContractError
 from trl_env.engine.tree import TreeShape
+from trl_env.envpool.replies import EnvContractError
 from trl_env.testing import InstantGenerator
 
 IM_END = 151645

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.tools.families import FAMILIES, processor_for
-from trl_env.chat.additivity import AdditivityReport, check_additivity
 from trl_env.chat.chunk_encoder import ChunkEncoder
-from trl_env.chat.tool_check import TOOL_CASES, check_tool_turns
+from trl_env.checks.additivity import AdditivityReport, check_additivity
+from trl_env.checks.tool_turns import TOOL_CASES, check_tool_turns
 
 
 @pytest.mark.parametrize(("template", "preset_name"), FAMILIES)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 
 from tests.tools.families import FAMILIES, model_answer, processor_for
-from trl_env.chat.additivity import Piece, compare_pieces
 from trl_env.chat.chunk_encoder import ChunkEncoder
 from trl_env.chat.tool_calls import ToolCall, parse_tool_calls, tool_schema
+from trl_env.checks.additivity import Piece, compare_pieces
 from trl_env.core import ToolResult
 
 

@@ -9,8 +9,8 @@ import sys
 from examples.tool_calculator import Calculator
 from trl_env.adapters.trl_environment import TRLEnvironment, trl_environment
 from trl_env.chat.tool_calls import ToolCall, format_calls
+from trl_env.checks.env import check_env
 from trl_env.core import Env, ToolResult, UsesTools
-from trl_env.env_checker import check_env
 
 
 def call(name: str, **arguments) -> ToolCall:

@@ -4,7 +4,7 @@ A chunk is ``markup + delta + markup``: the processor's markup may contain speci
 (``<|im_start|>``), the environment's ``delta`` may not. The chunk is cut at the markup's
 special tokens; every remaining span (markup text merged with the delta) is tokenized with
 special-token matching off. When the delta spells no special token this equals the plain
-tokenization of the whole chunk, which is what :mod:`trl_env.chat.additivity` checks.
+tokenization of the whole chunk, which is what :mod:`trl_env.checks.additivity` checks.
 
 Non-special added tokens (Qwen3's ``<think>``, ``<tool_response>``) are ordinary vocabulary
 and keep their ids in environment text too: they cannot end a turn.

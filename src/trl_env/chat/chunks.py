@@ -1,7 +1,7 @@
 """Chat chunks: the fixed strings a processor wraps around environment text.
 
 A conversation is built from these pieces, always cut at special tokens so that each
-piece can be tokenized on its own (see :mod:`trl_env.chat.additivity`)::
+piece can be tokenized on its own (see :mod:`trl_env.checks.additivity`)::
 
     bare_prefix                                   (no system prompt), or
     system_prefix + SYSTEM + system_suffix        (with one)

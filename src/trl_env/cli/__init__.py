@@ -3,7 +3,7 @@
 Subcommand modules import torch and transformers only when they run, so ``trl-env --help`` is fast.
 Exit codes (see ``docs/cli.md``): 0 the command worked; 1 it ran but failed (eval episodes failed in their
 env, training stopped on env failures, a check failed); 2 a command-line mistake
-(:class:`~trl_env.cli.arguments.UsageError`, one line); 3 the env broke the Env protocol (one line naming
+(:class:`~trl_env.cli.usage.UsageError`, one line); 3 the env broke the Env protocol (one line naming
 the class, the method, the seed and the fix).
 
 Example:
@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"trl-env: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as error:
-        from trl_env.engine.env_calls import EnvContractError, EnvError
+        from trl_env.engine.fault_policy import EnvContractError, EnvError
 
         if (contract := _behind(error, EnvContractError)) is not None:
             print(_contract_line(contract, getattr(args, "env", "MODULE:FACTORY")), file=sys.stderr)

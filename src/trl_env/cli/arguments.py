@@ -24,15 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from trl_env.cli.factory_kwargs import check_factory_kwargs
+from trl_env.cli.usage import UsageError
 from trl_env.engine.config import RolloutConfig
-from trl_env.errors import TrlEnvError
 
 # RolloutConfig fields with no flag: trl-env train takes the episode budget from its own settings
 _NOT_FLAGS = {"check_invariants", "reuse_envs"}
-
-
-class UsageError(TrlEnvError):
-    """A command-line mistake: printed as one line, exit status 2."""
 
 
 def _optional(kind: type) -> Callable[[str], Any]:
@@ -120,7 +116,7 @@ def load_factory(spec: str, kwargs_json: str = "{}") -> Callable[[], Any]:
         >>> load_factory("examples.guess_number:Nope")
         Traceback (most recent call last):
         ...
-        trl_env.cli.arguments.UsageError: cannot import the env factory 'examples.guess_number:Nope': ...
+        trl_env.cli.usage.UsageError: cannot import the env factory 'examples.guess_number:Nope': ...
     """
     if ":" not in spec or spec.startswith(":") or spec.endswith(":"):
         raise UsageError(
@@ -163,7 +159,7 @@ def model_directory(path: str) -> str:
         >>> model_directory("/nonexistent/model")
         Traceback (most recent call last):
         ...
-        trl_env.cli.arguments.UsageError: model directory '/nonexistent/model' does not exist
+        trl_env.cli.usage.UsageError: model directory '/nonexistent/model' does not exist
     """
     folder = Path(path)
     if not folder.is_dir():

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     """Load the tokenizer, build the processor, print the report; return the exit status."""
     from transformers import AutoTokenizer
 
-    from trl_env.chat.additivity import check_additivity
+    from trl_env.checks.additivity import check_additivity
 
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     report = check_additivity(tokenizer, build_processor(args, tokenizer))

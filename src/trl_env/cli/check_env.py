@@ -1,4 +1,4 @@
-"""``trl-env check-env MODULE:FACTORY``: run :func:`trl_env.env_checker.check_env` and print the table.
+"""``trl-env check-env MODULE:FACTORY``: run :func:`trl_env.checks.env.check_env` and print the table.
 
 Exits 0 when every check passes, 1 when one fails or a call hangs (the checks stop at the first call
 that takes longer than ``--timeout`` seconds, default 10, and name it), 2 on a command-line mistake.
@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Import the factory, check it, print the report; return the exit status."""
-    from trl_env.env_checker import check_env
+    from trl_env.checks.env import check_env
 
     if not 0 < args.timeout < float("inf"):
         raise UsageError(f"--timeout must be a positive number of seconds, got {args.timeout}")

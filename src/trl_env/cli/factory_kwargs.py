@@ -10,7 +10,7 @@ Example:
     >>> check_factory_kwargs(GuessNumberEnv, {"hihg": 8}, "examples.guess_number:GuessNumberEnv")
     Traceback (most recent call last):
     ...
-    trl_env.cli.arguments.UsageError: --env-kwargs do not fit examples.guess_number:GuessNumberEnv: unexpected \
+    trl_env.cli.usage.UsageError: --env-kwargs do not fit examples.guess_number:GuessNumberEnv: unexpected \
 keyword argument 'hihg' (did you mean 'high'?); it takes ...
 """
 
@@ -21,9 +21,11 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from trl_env.cli.usage import UsageError
+
 
 def check_factory_kwargs(factory: Callable[..., Any], kwargs: dict[str, Any], spec: str) -> None:
-    """Raise :class:`~trl_env.cli.arguments.UsageError` when ``factory(**kwargs)`` cannot bind.
+    """Raise :class:`~trl_env.cli.usage.UsageError` when ``factory(**kwargs)`` cannot bind.
 
     Args:
         factory: the imported class, function, partial or callable object.
@@ -33,7 +35,6 @@ def check_factory_kwargs(factory: Callable[..., Any], kwargs: dict[str, Any], sp
     Returns:
         None; a factory whose signature cannot be read (some builtins) is not checked.
     """
-    from trl_env.cli.arguments import UsageError
 
     try:
         signature = inspect.signature(factory)

@@ -1,1 +1,1 @@
-"""Playing episodes: the batched rollout engine, its config, and safe env calls."""
+"""Playing episodes: the batched rollout engine, its config, its schedules, tree rollouts and the fault policy."""

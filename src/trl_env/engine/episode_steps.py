@@ -6,7 +6,7 @@ and the env answers (:meth:`EpisodeSteps.after_reply`). Both schedulers of
 episode's tokens, budgets, faults and metrics do not depend on the schedule.
 
 Example:
-    >>> from trl_env.engine.env_pool import EnvPool
+    >>> from trl_env.envpool.pool import EnvPool
     >>> from trl_env.chat.chunk_encoder import ChunkEncoder
     >>> pool = EnvPool(GuessNumberEnv, isolation="thread", workers=1)
     >>> steps = EpisodeSteps(ChunkEncoder(tokenizer, processor), processor, tokenizer, RolloutConfig(), pool, "Guess")
@@ -29,9 +29,9 @@ from trl_env.chat.chunk_encoder import ChunkEncoder
 from trl_env.chat.parsing import parse_turn
 from trl_env.core import Generation, Processor, ToolResult
 from trl_env.engine.config import RolloutConfig
-from trl_env.engine.env_calls import EnvError
-from trl_env.engine.env_pool import EnvFault, EnvPool, EnvReply, EnvSlot
+from trl_env.engine.fault_policy import EnvError
 from trl_env.engine.tree import leaf_nodes
+from trl_env.envpool.pool import EnvFault, EnvPool, EnvReply, EnvSlot
 from trl_env.episode import Episode, SegmentKind, StopReason, Turn
 from trl_env.errors import ConfigError
 from trl_env.generation.base import cut_at_stop

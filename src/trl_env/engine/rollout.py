@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Any
 from trl_env.chat.chunk_encoder import ChunkEncoder
 from trl_env.core import Env, EpisodeMemory, Generator, HasTokenizer, Processor
 from trl_env.engine.config import RolloutConfig
-from trl_env.engine.env_pool import EnvPool
 from trl_env.engine.episode_steps import EpisodeSteps
-from trl_env.engine.isolation import choose_isolation, factory_name
 from trl_env.engine.schedulers import RolloutStats, play_per_episode, play_turn_synchronous
+from trl_env.envpool.isolation import choose_isolation, factory_name
+from trl_env.envpool.pool import EnvPool
 from trl_env.episode import Episode
 from trl_env.errors import ConfigError, ConfigTypeError
 
@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # a type only: importing transformers here would slow `import
 class RolloutEngine:
     """Runs batches of episodes with one generator, processor and tokenizer.
 
-    Env calls go through an :class:`~trl_env.engine.env_pool.EnvPool` (isolated workers with a
+    Env calls go through an :class:`~trl_env.envpool.pool.EnvPool` (isolated workers with a
     deadline per call), kept across runs with the same factory. ``config.schedule`` picks the
     scheduler (:mod:`trl_env.engine.schedulers`); :attr:`stats` tells how the last run used the generator.
 

@@ -11,7 +11,7 @@
 
 Under both, episodes beyond ``env_workers`` (and tree branches beyond them) queue in the env pool and start
 when an ended episode frees a worker, so any number of episodes runs on any number of workers. A turn then
-starts once the pool is idle (:meth:`~trl_env.engine.env_pool.EnvPool.wait_idle`) with every episode whose
+starts once the pool is idle (:meth:`~trl_env.envpool.pool.EnvPool.wait_idle`) with every episode whose
 env has answered, and the gathering window waits only for envs that can answer.
 
 Both drive the same per-episode transitions (:class:`~trl_env.engine.episode_steps.EpisodeSteps`), so an
@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from tqdm.auto import tqdm
 
 from trl_env.core import CollectiveGenerator, ConcurrentGenerator, Generation, Generator
-from trl_env.engine.env_pool import EnvSlot
 from trl_env.engine.episode_steps import EpisodeSteps, LiveEpisode
+from trl_env.envpool.pool import EnvSlot
 from trl_env.episode import Episode
 from trl_env.errors import BackendError
 

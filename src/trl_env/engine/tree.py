@@ -1,7 +1,7 @@
 """``TreeShape``: where tree rollouts fork, and how wide.
 
 A tree rollout plays one *root* episode per ``leaves_per_root`` samples, forks every episode after the
-model turns in ``branch_turns`` into ``branches`` copies (:meth:`trl_env.engine.env_pool.EnvPool.fork`),
+model turns in ``branch_turns`` into ``branches`` copies (:meth:`trl_env.envpool.pool.EnvPool.fork`),
 and returns one sample per leaf path, so that a GRPO group of ``num_generations`` samples holds
 ``roots(num_generations)`` roots. Every root yields exactly ``leaves_per_root`` samples: an episode
 already over at a branch turn (finished or failed) is copied as it is, without forking its env, and its

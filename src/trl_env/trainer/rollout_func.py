@@ -22,9 +22,9 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from trl_env.chat.additivity import check_additivity
 from trl_env.chat.template_processor import ChatTemplateProcessor
 from trl_env.chat.turn_end import TurnEnd, require_turn_delimited
+from trl_env.checks.additivity import check_additivity
 from trl_env.core import Env, Generator, Processor
 from trl_env.engine.config import RolloutConfig
 from trl_env.engine.rollout import RolloutEngine
@@ -114,7 +114,7 @@ def make_rollout_func(
         generator: the sampling backend; defaults to the trainer's own
             (:func:`~trl_env.trainer.sampling.trainer_generator`: its vLLM, or an :class:`EpisodeCacheGenerator`
             on its model with every sampling setting of its ``GRPOConfig``).
-        allow_non_additive: train even when the processor fails :func:`~trl_env.chat.additivity.check_additivity`.
+        allow_non_additive: train even when the processor fails :func:`~trl_env.checks.additivity.check_additivity`.
         progress: show a progress bar of the episodes ended.
         transcripts_every: record the episodes of every N-th step to ``OUTPUT_DIR/transcripts*.jsonl``
             (:class:`~trl_env.trainer.transcripts.TranscriptRecorder`; open with ``trl-env view``), and as a

@@ -1,11 +1,11 @@
 """The env pool's bookkeeping: slots bound to workers, and a queue of slots waiting for a free one.
 
-Each worker (:class:`trl_env.engine.pool_worker.PoolWorker`) runs its slot's calls in order on its own
+Each worker (:class:`trl_env.envpool.worker.PoolWorker`) runs its slot's calls in order on its own
 backend. A lost worker (timeout, crash) gets a fresh backend for its next call, and the lost slot is
 unbound at once so that a queued slot can take the worker. :meth:`PoolState.wait_idle` waits until no worker
 has a call running or queued, the point where only the pool's user can make anything move again.
 
-The public face is :class:`trl_env.engine.env_pool.EnvPool`; this module holds no env code.
+The public face is :class:`trl_env.envpool.pool.EnvPool`; this module holds no env code.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from typing import Any
 
-from trl_env.engine.env_types import EnvFault
-from trl_env.engine.pool_worker import PoolWorker, Task
+from trl_env.envpool.replies import EnvFault
+from trl_env.envpool.worker import PoolWorker, Task
 from trl_env.errors import BackendError
 
 CLOSE_GRACE_S = 1.0  # how long close() lets idle workers run their envs' close()

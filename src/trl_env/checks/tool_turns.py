@@ -1,6 +1,6 @@
 """Check tool turns too: additivity and template equality of the chunks of tool-calling episodes.
 
-:func:`~trl_env.chat.additivity.check_additivity` calls :func:`check_tool_turns` for templates that
+:func:`~trl_env.checks.additivity.check_additivity` calls :func:`check_tool_turns` for templates that
 render tool calls. For each case (one call, a tool error, several calls, text beside calls, results
 followed by a user line, results with odd whitespace, unicode, a long result) it builds the episode
 as the engine does -- the prompt with tools, the model's calling turn, the tool chunk, the next answer --
@@ -21,7 +21,7 @@ turn) gets a note, not a failure: a plain env still trains with it, a tool env i
 first episode.
 
 Example:
-    >>> from trl_env.chat.additivity import AdditivityReport
+    >>> from trl_env.checks.pieces import AdditivityReport
     >>> report = AdditivityReport("qwen3")
     >>> check_tool_turns(encoder, report)
     >>> report.ok, report.cases, report.notes
@@ -34,9 +34,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trl_env.chat.additivity import AdditivityReport, Piece, _can_follow, compare_pieces
 from trl_env.chat.chunk_encoder import ChunkEncoder
-from trl_env.chat.template_check import TemplateDifference
+from trl_env.checks.pieces import AdditivityReport, Piece, can_follow, compare_pieces
+from trl_env.checks.template import TemplateDifference
 from trl_env.core import ToolResult
 
 
@@ -213,7 +213,7 @@ def _endings(
     start = _answer_start(full, prompt_text)
     call_end = full.find(end, start)
     answer, expected_chunk = full[start:call_end], full[call_end + len(end) :]
-    if not _can_follow(encoder.generation_prompt_tail, answer):  # an empty thought: a model writes one
+    if not can_follow(encoder.generation_prompt_tail, answer):  # an empty thought: a model writes one
         answer = THOUGHT + answer
     results = [ToolResult(n, r) for (n, _), r in zip(case.calls, case.results, strict=True)]
     for stop in (True, False):

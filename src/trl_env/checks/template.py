@@ -1,6 +1,6 @@
 """Compare a processor's rendering with the tokenizer's own chat template.
 
-Additivity (:mod:`trl_env.chat.additivity`) says per-chunk tokenization equals whole-text
+Additivity (:mod:`trl_env.checks.additivity`) says per-chunk tokenization equals whole-text
 tokenization; it cannot say the text is the one the model was trained on. A hand-written processor
 that forgets Qwen3's ``"\\n"`` after ``<|im_end|>`` is perfectly additive and still renders something
 the template never would. This module renders the same conversations both ways and reports where

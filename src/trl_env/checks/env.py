@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trl_env.core import Env
-from trl_env.engine.env_pool import EnvContractError, EnvFault, EnvPool, EnvReply
-from trl_env.engine.isolation import factory_name
+from trl_env.envpool.isolation import factory_name
+from trl_env.envpool.pool import EnvContractError, EnvFault, EnvPool, EnvReply
 from trl_env.errors import ConfigError, TrlEnvError
 
 ADVERSARIAL_ACTIONS = [
@@ -142,7 +142,7 @@ def check_env(
 ) -> EnvCheckReport:
     """Check an environment factory; never raises for the environment's faults.
 
-    Every call runs through an :class:`~trl_env.engine.env_pool.EnvPool` (thread workers) with a
+    Every call runs through an :class:`~trl_env.envpool.pool.EnvPool` (thread workers) with a
     deadline of ``timeout`` seconds. The first call past it stops the checks: the report's ``hang``
     names the check and the call, and the checks left are listed as not run (each would wait for its own
     deadline on a hanging env). A final check plays an episode, then resets the same env object again

@@ -2,7 +2,7 @@
 
 Both backends run one call at a time: :meth:`call` sends it, waits at most ``timeout`` seconds
 (the deadline starts here, when the worker starts the call) and returns the worker's outcome
-tuple (see :mod:`trl_env.engine.env_worker`) or raises :class:`WorkerLost` on a timeout or a
+tuple (see :mod:`trl_env.envpool.host`) or raises :class:`WorkerLost` on a timeout or a
 dead process. :meth:`kill` ends the worker (SIGKILL) or abandons it (a thread cannot be killed:
 it exits if its call ever returns).
 
@@ -13,7 +13,7 @@ and driver threads may hold locks at the moment of the fork (see benchmarks/env_
 Workers never import the user's script: multiprocessing (every start method but fork) would make each
 child re-import the parent's ``__main__`` (re-running an unguarded script, and paying a guarded one's
 top-level imports of torch and transformers per worker), and an env factory sent to a worker never needs it
-(:func:`~trl_env.engine.isolation.pickle_for_worker` refuses one that does).
+(:func:`~trl_env.envpool.isolation.pickle_for_worker` refuses one that does).
 
 Example:
     >>> class Echo:
@@ -42,7 +42,7 @@ from collections.abc import Callable
 from multiprocessing.connection import wait
 from typing import Any
 
-from trl_env.engine.env_worker import EnvHost, Outcome, child_main, thread_main
+from trl_env.envpool.host import EnvHost, Outcome, child_main, thread_main
 from trl_env.errors import TrlEnvError
 
 START_METHOD = "forkserver"
@@ -101,7 +101,7 @@ class ThreadBackend:
 
     Args:
         factory: builds the env inside the thread.
-        reuse: keep the env between episodes (see :class:`~trl_env.engine.env_worker.EnvHost`).
+        reuse: keep the env between episodes (see :class:`~trl_env.envpool.host.EnvHost`).
     """
 
     def __init__(self, factory: Callable[[], Any], *, reuse: bool) -> None:

@@ -3,7 +3,7 @@
 The driver runs the calls one at a time on the backend (thread or process), so a call's deadline starts
 when the worker starts it. A lost backend (timeout, crash) is killed or abandoned, the call's slot gets
 the fault, and a fresh backend starts for the worker's next call. The bookkeeping of slots and workers
-is :class:`trl_env.engine.pool_state.PoolState`.
+is :class:`trl_env.envpool.state.PoolState`.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from trl_env.engine.env_backends import WorkerLost
-from trl_env.engine.env_types import EnvContractError, EnvFault, reply
+from trl_env.envpool.backends import WorkerLost
+from trl_env.envpool.replies import EnvContractError, EnvFault, reply
 
 if TYPE_CHECKING:
-    from trl_env.engine.pool_state import PoolState
+    from trl_env.envpool.state import PoolState
 
-logger = logging.getLogger("trl_env.engine.env_pool")
+logger = logging.getLogger("trl_env.envpool.pool")
 
 
 @dataclass

@@ -11,7 +11,7 @@ tuple, so the same code serves a daemon thread (thread isolation) and a child pr
 - ``("contract", message)``: the env broke the protocol (wrong types, factory returned a non-env);
 - ``("released", metrics, warning)``: ``release`` ran ``metrics()``/``close()``; ``warning`` is
   ``None`` or what went wrong in them;
-- ``("forked", copy)``: ``fork`` copied the env (:mod:`trl_env.engine.forking`): the env object
+- ``("forked", copy)``: ``fork`` copied the env (:mod:`trl_env.envpool.forking`): the env object
   (thread isolation) or its pickle (process isolation), for another worker to ``adopt``.
 
 Example:
@@ -49,8 +49,8 @@ from collections.abc import Callable
 from typing import Any
 
 from trl_env.core import Closable, ReportsMetrics, ToolResult, UsesTools
-from trl_env.engine.env_values import check_metrics, describe, to_alive, to_reward, to_text
-from trl_env.engine.forking import ForkError, fork_bytes, fork_env
+from trl_env.envpool.forking import ForkError, fork_bytes, fork_env
+from trl_env.envpool.values import check_metrics, describe, to_alive, to_reward, to_text
 from trl_env.errors import DataError
 
 Outcome = tuple[Any, ...]

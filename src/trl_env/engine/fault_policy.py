@@ -1,7 +1,7 @@
 """The errors of env calls, and the fault policy.
 
 A call that raises, times out or crashes its worker is an *environment fault*
-(:class:`~trl_env.engine.env_pool.EnvFault`): under ``on_env_error="fail_episode"`` (default) it
+(:class:`~trl_env.envpool.pool.EnvFault`): under ``on_env_error="fail_episode"`` (default) it
 ends that episode, under ``"raise"`` it stops the rollout with :class:`EnvError` naming the factory,
 seed and turn. A call that returns the wrong types breaks the protocol: that is a bug in the
 environment, not a fault, and always raises :class:`EnvContractError` at the first offending call.
@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-from trl_env.engine.env_types import EnvContractError
+from trl_env.envpool.replies import EnvContractError
 from trl_env.errors import TrlEnvError
 
 __all__ = ["EnvContractError", "EnvError"]

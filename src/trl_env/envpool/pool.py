@@ -49,11 +49,11 @@ from concurrent.futures import Future
 from typing import Any, Literal
 
 from trl_env.core import Env
-from trl_env.engine.env_backends import ProcessBackend, ThreadBackend
-from trl_env.engine.env_types import EnvContractError, EnvFault, EnvReply
-from trl_env.engine.isolation import pickle_for_worker
-from trl_env.engine.pool_state import PoolState
-from trl_env.engine.pool_worker import Task
+from trl_env.envpool.backends import ProcessBackend, ThreadBackend
+from trl_env.envpool.isolation import pickle_for_worker
+from trl_env.envpool.replies import EnvContractError, EnvFault, EnvReply
+from trl_env.envpool.state import PoolState
+from trl_env.envpool.worker import Task
 from trl_env.errors import ConfigError, ConfigTypeError
 
 __all__ = ["EnvContractError", "EnvFault", "EnvPool", "EnvReply", "EnvSlot", "Isolation"]

@@ -1,0 +1,1 @@
+"""Startup checks: a chat format (additivity, template equality, tool turns) and an environment (``check_env``)."""
