@@ -262,9 +262,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from demo.demo_model import ensure_demo_model
     from examples.guess_number import heldout_seeds, train_seeds
-    from trl_env.checks.additivity import check_additivity
     from trl_env.chat.chunked_processor import with_answer_prefix
     from trl_env.chat.template_processor import ChatTemplateProcessor
+    from trl_env.checks.additivity import check_additivity
     from trl_env.evaluation import evaluate
     from trl_env.generation.local_model import cpu_has_bf16
     from trl_env.trainer.recipe import TrainSettings, build_trainer, save_merged
