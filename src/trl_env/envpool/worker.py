@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trl_env.envpool.backends import WorkerLost
-from trl_env.envpool.replies import EnvContractError, EnvFault, reply
+from trl_env.envpool.replies import ContractBreach, EnvContractError, EnvFault, Forked, Outcome, Released
 
 if TYPE_CHECKING:
     from trl_env.envpool.state import PoolState
@@ -77,7 +77,7 @@ class PoolWorker:
                 self.busy = False
         self._deliver(task, outcome)
 
-    def _call(self, task: Task) -> tuple[Any, ...]:
+    def _call(self, task: Task) -> Outcome:
         """Start the backend if needed (not charged to the deadline), then run the call on it."""
         if self.backend is None:
             backend = self.pool.new_backend()
@@ -98,17 +98,19 @@ class PoolWorker:
         self.pool.resolve(task.future, None if task.op == "release" else fault)
         self.pool.unbind(self)
 
-    def _deliver(self, task: Task, outcome: tuple[Any, ...]) -> None:
+    def _deliver(self, task: Task, outcome: Outcome) -> None:
+        """Settle the task's future with the worker's outcome: a reply or fault as it is, a breach as an error."""
         pool = self.pool
-        if outcome[0] == "contract":
-            pool.resolve(task.future, error=EnvContractError(outcome[1]))
-        elif outcome[0] == "released":
-            if outcome[2] is not None:
-                logger.warning("%s", outcome[2])
-            pool.resolve(task.future, outcome[1])
-        elif outcome[0] == "forked":  # the copy, for the new slot's "adopt" (PoolState._adopt)
-            pool.resolve(task.future, outcome[1])
-        else:
-            pool.resolve(task.future, reply(outcome))
+        match outcome:
+            case ContractBreach(message):
+                pool.resolve(task.future, error=EnvContractError(message))
+            case Released(metrics, warning):
+                if warning is not None:
+                    logger.warning("%s", warning)
+                pool.resolve(task.future, metrics)
+            case Forked(copy):  # the copy, for the new slot's "adopt" (PoolState._adopt)
+                pool.resolve(task.future, copy)
+            case _:  # EnvReply or EnvFault: the pool's user gets it as it is
+                pool.resolve(task.future, outcome)
         if task.op == "release":
             pool.unbind(self)
