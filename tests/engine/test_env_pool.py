@@ -21,6 +21,7 @@ import pytest
 from tests.engine.hostile_envs import Handover, Hostile, Plain, events, not_an_env, raising_factory
 from trl_env.envpool.backends import ProcessBackend, WorkerLost
 from trl_env.envpool.pool import EnvContractError, EnvFault, EnvPool, EnvReply
+from trl_env.envpool.replies import ContractBreach, Forked, Released
 
 ROOT = Path(__file__).resolve().parents[2]
 MODES = ["thread", "process"]
@@ -218,6 +219,20 @@ def test_a_killed_worker_reports_sigkill_to_every_thread_that_asks():
             with pytest.raises(WorkerLost, match=r"exit code -9 \(SIGKILL\) during reset"):
                 lost.result()
         backend.reap()
+
+
+def test_a_process_worker_answers_with_the_outcome_dataclasses_themselves():
+    backend = ProcessBackend(pickle.dumps(Hostile), reuse=False)
+    try:
+        assert backend.call("reset", "ok", 10.0) == EnvReply("ok done (turn 0)", 0.0, True)
+        forked = backend.call("fork", "", 10.0)
+        assert isinstance(forked, Forked) and isinstance(forked.copy, bytes)  # the parent never unpickles the env
+        assert backend.call("release", "", 10.0) == Released({"turns": 0.0, "reward": 0.0}, None)
+        assert backend.call("step", "x", 10.0) == ContractBreach(
+            "step('x') with no env: reset() did not build one or the slot was released"
+        )
+    finally:
+        backend.kill()
 
 
 def test_slots_of_other_pools_or_released_ones_are_refused():
