@@ -50,15 +50,13 @@ from typing import Any, Literal
 
 from trl_env.core import Env
 from trl_env.envpool.backends import ProcessBackend, ThreadBackend
-from trl_env.envpool.isolation import pickle_for_worker
+from trl_env.envpool.isolation import Isolation, place_factory
 from trl_env.envpool.replies import EnvContractError, EnvFault, EnvReply
 from trl_env.envpool.state import PoolState
 from trl_env.envpool.worker import Task
 from trl_env.errors import ConfigError, ConfigTypeError
 
 __all__ = ["EnvContractError", "EnvFault", "EnvPool", "EnvReply", "EnvSlot", "Isolation"]
-
-Isolation = Literal["thread", "process"]
 
 
 class EnvSlot:
@@ -95,11 +93,17 @@ class EnvPool:
         env_factory: builds one env; called inside the worker. With ``isolation="process"`` it must be
             picklable: a class or function defined at module level (or a ``functools.partial`` of one).
         isolation: ``"process"`` (default: one child process per worker; survives hangs, crashes and
-            segfaults) or ``"thread"`` (daemon threads; cheaper, but a hung call can't be stopped).
+            segfaults), ``"thread"`` (daemon threads; cheaper, but a hung call can't be stopped) or ``"auto"``
+            (processes when the factory can go to one, else threads with a warning); :attr:`isolation` is the
+            one chosen.
         workers: how many envs run at once; more episodes wait in a queue for a free worker.
         timeout: seconds each call may take, counted from when its worker starts it; None: no limit.
         reuse_envs: keep each worker's env after :meth:`release` and warm-``reset`` it for the next
             episode on that worker instead of building a new one; its ``close()`` then runs at :meth:`close`.
+
+    Attributes:
+        env_factory: the factory the pool was built with (checked and, for processes, pickled once, here).
+        isolation: ``"process"`` or ``"thread"``.
 
     Raises:
         TypeError: ``env_factory`` is not callable, or (process isolation) cannot be sent to a child process.
@@ -110,22 +114,22 @@ class EnvPool:
         self,
         env_factory: Callable[[], Env],
         *,
-        isolation: Isolation = "process",
+        isolation: Isolation | Literal["auto"] = "process",
         workers: int = 16,
         timeout: float | None = 60.0,
         reuse_envs: bool = False,
     ) -> None:
         if not callable(env_factory):
-            raise ConfigTypeError(f"EnvPool env_factory must be callable (a class or function), got {env_factory!r}")
-        if isolation not in ("thread", "process"):
-            raise ConfigError(f"EnvPool isolation must be 'thread' or 'process', got {isolation!r}")
+            raise ConfigTypeError(f"env_factory must be a class or function that makes a new env, got {env_factory!r}")
+        if isolation not in ("thread", "process", "auto"):
+            raise ConfigError(f"EnvPool isolation must be 'thread', 'process' or 'auto', got {isolation!r}")
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ConfigError(f"EnvPool workers must be an int >= 1, got {workers!r}")
         if timeout is not None and (isinstance(timeout, bool) or not timeout > 0 or not math.isfinite(timeout)):
             raise ConfigError(f"EnvPool timeout must be a positive number of seconds or None, got {timeout!r}")
-        self.isolation, self.workers, self.timeout, self.reuse_envs = isolation, workers, timeout, reuse_envs
-        if isolation == "process":
-            data = pickle_for_worker(env_factory)
+        self.env_factory, self.workers, self.timeout, self.reuse_envs = env_factory, workers, timeout, reuse_envs
+        self.isolation, data = place_factory(env_factory, isolation)
+        if data is not None:
             backend: Callable[[], Any] = lambda: ProcessBackend(data, reuse=reuse_envs)  # noqa: E731
         else:
             backend = lambda: ThreadBackend(env_factory, reuse=reuse_envs)  # noqa: E731
