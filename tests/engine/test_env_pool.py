@@ -8,6 +8,7 @@ import gc
 import importlib
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -276,6 +277,13 @@ def test_a_process_worker_answers_with_the_outcome_dataclasses_themselves():
         )
     finally:
         backend.kill()
+
+
+def test_the_pool_bookkeeping_touches_no_other_objects_private_fields():
+    # each slot's bookkeeping is a SlotRecord that PoolState and its workers own; the EnvSlot handle only reads it
+    for module in ("state", "worker"):
+        source = (ROOT / "src" / "trl_env" / "envpool" / f"{module}.py").read_text()
+        assert re.findall(r"\b(?!self\b)\w+\._[a-z]\w*", source) == [], module
 
 
 def test_slots_of_other_pools_or_released_ones_are_refused():

@@ -19,7 +19,7 @@ from trl_env.envpool.backends import WorkerLost
 from trl_env.envpool.replies import ContractBreach, EnvContractError, EnvFault, Forked, Outcome, Released
 
 if TYPE_CHECKING:
-    from trl_env.envpool.state import PoolState
+    from trl_env.envpool.state import PoolState, SlotRecord
 
 logger = logging.getLogger("trl_env.envpool.pool")
 
@@ -30,7 +30,7 @@ class Task:
 
     op: str
     arg: Any
-    slot: Any
+    slot: SlotRecord
     future: Future
 
 
@@ -41,7 +41,7 @@ class PoolWorker:
         self.pool = pool
         self.tasks: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
         self.backend: Any = None
-        self.slot: Any = None
+        self.slot: SlotRecord | None = None  # the slot whose episode runs on this worker
         self.busy = False
         threading.Thread(target=self._drive, daemon=True, name=f"trl-env-pool-{index}").start()
 
@@ -54,8 +54,8 @@ class PoolWorker:
 
     def _run(self, task: Task) -> None:
         pool = self.pool
-        if task.slot._fault is not None:  # a call queued behind the one that lost the env
-            pool.resolve(task.future, None if task.op == "release" else task.slot._fault)
+        if task.slot.fault is not None:  # a call queued behind the one that lost the env
+            pool.resolve(task.future, None if task.op == "release" else task.slot.fault)
             return
         with pool.lock:
             if pool.closed:
@@ -94,7 +94,7 @@ class PoolWorker:
         if backend is not None:
             backend.kill()
         with self.pool.lock:
-            task.slot._fault = fault  # before unbind(): a later step() on the slot answers with it at once
+            task.slot.fault = fault  # before unbind(): a later step() on the slot answers with it at once
         self.pool.resolve(task.future, None if task.op == "release" else fault)
         self.pool.unbind(self)
 
@@ -108,7 +108,7 @@ class PoolWorker:
                 if warning is not None:
                     logger.warning("%s", warning)
                 pool.resolve(task.future, metrics)
-            case Forked(copy):  # the copy, for the new slot's "adopt" (PoolState._adopt)
+            case Forked(copy):  # the copy, for the new slot's "adopt" (see PoolState.fork)
                 pool.resolve(task.future, copy)
             case _:  # EnvReply or EnvFault: the pool's user gets it as it is
                 pool.resolve(task.future, outcome)
