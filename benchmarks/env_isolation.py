@@ -93,13 +93,14 @@ def startup_s(method: str, starts: int) -> tuple[float, float]:
     import pickle
 
     from trl_env.envpool.backends import ProcessBackend, process_context
+    from trl_env.envpool.replies import EnvReply
 
     context = process_context(method)
     times = []
     for _ in range(starts):
         start = time.perf_counter()
         backend = ProcessBackend(pickle.dumps(LatencyEnv), reuse=False, context=context)
-        assert backend.call("reset", "s", None)[0] == "reply"
+        assert isinstance(backend.call("reset", "s", None), EnvReply)
         times.append(time.perf_counter() - start)
         backend.kill()
     return times[0], statistics.median(times[1:] or times)

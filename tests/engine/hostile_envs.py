@@ -130,3 +130,19 @@ def not_an_env() -> object:
 def raising_factory() -> Hostile:
     """A factory that fails."""
     raise RuntimeError("no backend")
+
+
+PICKLED: list[str] = []  # one entry per pickling of a CountsPickles, in this process
+
+
+class CountsPickles:
+    """A factory argument that notes in :data:`PICKLED` each time it is pickled."""
+
+    def __reduce__(self) -> tuple[type, tuple]:
+        PICKLED.append("pickled")
+        return (CountsPickles, ())
+
+
+def plain_with(tag: object) -> Plain:
+    """A factory taking an argument (bind one with ``functools.partial``)."""
+    return Plain()

@@ -8,6 +8,7 @@ import gc
 import importlib
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -18,9 +19,22 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.hostile_envs import Handover, Hostile, Plain, events, not_an_env, raising_factory
+from tests.engine.hostile_envs import (
+    PICKLED,
+    CountsPickles,
+    Handover,
+    Hostile,
+    Plain,
+    events,
+    not_an_env,
+    plain_with,
+    raising_factory,
+)
+from trl_env import ChatTemplateProcessor, RolloutConfig, RolloutEngine
 from trl_env.envpool.backends import ProcessBackend, WorkerLost
 from trl_env.envpool.pool import EnvContractError, EnvFault, EnvPool, EnvReply
+from trl_env.envpool.replies import ContractBreach, Forked, Released
+from trl_env.testing import InstantGenerator
 
 ROOT = Path(__file__).resolve().parents[2]
 MODES = ["thread", "process"]
@@ -193,6 +207,37 @@ def test_unpicklable_factories_are_refused_at_construction():
     EnvPool(Local, isolation="thread").close()  # threads take anything
 
 
+def test_auto_isolation_is_chosen_by_the_pool_with_a_warning_that_names_the_callers_line():
+    class Local(Plain):
+        pass
+
+    with EnvPool(Plain, isolation="auto") as pool:
+        assert pool.isolation == "process" and pool.env_factory is Plain
+    with pytest.warns(UserWarning, match="so its envs run in threads") as caught:
+        pool = EnvPool(Local, isolation="auto")
+    pool.close()
+    assert pool.isolation == "thread" and caught[0].filename == __file__  # the user's line, not trl-env's
+    with pytest.raises(TypeError, match="env_factory must be a class or function that makes a new env, got 3"):
+        EnvPool(3, isolation="auto")  # type: ignore[arg-type]
+
+
+def test_the_engine_pickles_its_factory_once_and_keeps_its_pool_for_the_same_factory(qwen3_tokenizer):
+    PICKLED.clear()
+    factory = functools.partial(plain_with, CountsPickles())
+    stop = qwen3_tokenizer.convert_tokens_to_ids("<|im_end|>")
+    generator = InstantGenerator(range(100, 3000), stop_id=stop, stop_prob=1.0)
+    config = RolloutConfig(max_turns=1, max_turn_tokens=2, env_workers=1)  # env_isolation="auto"
+    engine = RolloutEngine(generator, ChatTemplateProcessor(qwen3_tokenizer), qwen3_tokenizer, config)
+    try:
+        assert not engine.run(factory, ["a"])[0].failed
+        pool = engine._pool
+        assert not engine.run(factory, ["b"])[0].failed
+        assert engine._pool is pool and pool.isolation == "process"
+        assert PICKLED == ["pickled"]  # the isolation choice and the worker processes share one pickle
+    finally:
+        engine.close()
+
+
 def test_a_forgotten_pool_is_closed_when_garbage_collected():
     pool = EnvPool(Hostile, isolation="process", workers=1, timeout=None)
     slot, _ = pool.reset("hang")
@@ -218,6 +263,27 @@ def test_a_killed_worker_reports_sigkill_to_every_thread_that_asks():
             with pytest.raises(WorkerLost, match=r"exit code -9 \(SIGKILL\) during reset"):
                 lost.result()
         backend.reap()
+
+
+def test_a_process_worker_answers_with_the_outcome_dataclasses_themselves():
+    backend = ProcessBackend(pickle.dumps(Hostile), reuse=False)
+    try:
+        assert backend.call("reset", "ok", 10.0) == EnvReply("ok done (turn 0)", 0.0, True)
+        forked = backend.call("fork", "", 10.0)
+        assert isinstance(forked, Forked) and isinstance(forked.copy, bytes)  # the parent never unpickles the env
+        assert backend.call("release", "", 10.0) == Released({"turns": 0.0, "reward": 0.0}, None)
+        assert backend.call("step", "x", 10.0) == ContractBreach(
+            "step('x') with no env: reset() did not build one or the slot was released"
+        )
+    finally:
+        backend.kill()
+
+
+def test_the_pool_bookkeeping_touches_no_other_objects_private_fields():
+    # each slot's bookkeeping is a SlotRecord that PoolState and its workers own; the EnvSlot handle only reads it
+    for module in ("state", "worker"):
+        source = (ROOT / "src" / "trl_env" / "envpool" / f"{module}.py").read_text()
+        assert re.findall(r"\b(?!self\b)\w+\._[a-z]\w*", source) == [], module
 
 
 def test_slots_of_other_pools_or_released_ones_are_refused():

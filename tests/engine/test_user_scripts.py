@@ -8,6 +8,7 @@ module of its own next to the script, as the README says.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -121,6 +122,7 @@ def test_a_factory_defined_in_the_script_runs_in_threads_with_a_warning(tmp_path
     assert "failed 0 errors []" in result.stdout and "own pid used by env True" in result.stdout, result.stdout
     assert "LocalEcho is defined in the script being run" in result.stderr
     assert "so its envs run in threads" in result.stderr
+    assert re.search(r"train\.py:\d+: UserWarning: the env factory LocalEcho", result.stderr)  # names the user's line
     assert len(importers) == 1
 
 

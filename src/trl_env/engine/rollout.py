@@ -39,10 +39,10 @@ from trl_env.core import Env, EpisodeMemory, Generator, HasTokenizer, Processor
 from trl_env.engine.config import RolloutConfig
 from trl_env.engine.episode_steps import EpisodeSteps
 from trl_env.engine.schedulers import RolloutStats, play_per_episode, play_turn_synchronous
-from trl_env.envpool.isolation import choose_isolation, factory_name
+from trl_env.envpool.isolation import factory_name
 from trl_env.envpool.pool import EnvPool
 from trl_env.episode import Episode
-from trl_env.errors import ConfigError, ConfigTypeError
+from trl_env.errors import ConfigError
 
 if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
     from transformers import PreTrainedTokenizerBase
@@ -76,22 +76,23 @@ class RolloutEngine:
         self.encoder = ChunkEncoder(tokenizer, processor)
         self.stats = RolloutStats(self.config.schedule)
         self._pool: EnvPool | None = None
-        self._pool_factory: Callable[[], Env] | None = None
 
     def _env_pool(self, env_factory: Callable[[], Env]) -> EnvPool:
-        """The pool for ``env_factory``: kept across runs (its workers stay warm), rebuilt for another factory."""
-        if self._pool is not None and self._pool_factory is not env_factory:
+        """The pool for ``env_factory``: kept across runs (its workers stay warm), rebuilt for another factory.
+
+        The pool checks the factory, chooses where its envs run (``env_isolation="auto"``) and pickles it, once.
+        """
+        if self._pool is not None and self._pool.env_factory is not env_factory:
             self.close()
         if self._pool is None:
             config = self.config
             self._pool = EnvPool(
                 env_factory,
-                isolation=choose_isolation(env_factory, config.env_isolation),
+                isolation=config.env_isolation,
                 workers=config.env_workers,
                 timeout=config.env_timeout,
                 reuse_envs=config.reuse_envs,
             )
-            self._pool_factory = env_factory
         return self._pool
 
     def close(self) -> None:
@@ -102,12 +103,14 @@ class RolloutEngine:
         """
         if self._pool is not None:
             self._pool.close()
-        self._pool = self._pool_factory = None
+        self._pool = None
 
     def run(self, env_factory: Callable[[], Env], seeds: Sequence[str], *, progress: bool = False) -> list[Episode]:
-        """Play one episode per seed; return them in seed order."""
-        if not callable(env_factory):
-            raise ConfigTypeError(f"env_factory must be a class or function that makes a new env, got {env_factory!r}")
+        """Play one episode per seed; return them in seed order.
+
+        Raises:
+            TypeError: ``env_factory`` is not callable, or (``env_isolation="process"``) cannot go to a worker.
+        """
         try:
             return self._run(env_factory, seeds, progress)
         except BaseException:

@@ -1,10 +1,10 @@
 """The parent's handle on one worker: a daemon thread or a child process that hosts an env.
 
 Both backends run one call at a time: :meth:`call` sends it, waits at most ``timeout`` seconds
-(the deadline starts here, when the worker starts the call) and returns the worker's outcome
-tuple (see :mod:`trl_env.envpool.host`) or raises :class:`WorkerLost` on a timeout or a
-dead process. :meth:`kill` ends the worker (SIGKILL) or abandons it (a thread cannot be killed:
-it exits if its call ever returns).
+(the deadline starts here, when the worker starts the call) and returns the worker's outcome (a
+dataclass of :mod:`trl_env.envpool.replies`, see :mod:`trl_env.envpool.host`) or raises
+:class:`WorkerLost` on a timeout or a dead process. :meth:`kill` ends the worker (SIGKILL) or
+abandons it (a thread cannot be killed: it exits if its call ever returns).
 
 Process workers start with the ``forkserver`` method: the server process imports trl-env once,
 single-threaded, and every worker is forked from it in milliseconds. ``spawn`` would re-import
@@ -24,7 +24,7 @@ Example:
     ...         return self, action
     >>> worker = ThreadBackend(Echo, reuse=False)
     >>> worker.call("reset", "hi", timeout=5.0)
-    ('reply', 'hi', 0.0, True)
+    EnvReply(delta='hi', reward=0.0, alive=True)
     >>> worker.kill()
 """
 
@@ -42,7 +42,8 @@ from collections.abc import Callable
 from multiprocessing.connection import wait
 from typing import Any
 
-from trl_env.envpool.host import EnvHost, Outcome, child_main, thread_main
+from trl_env.envpool.host import EnvHost, child_main, thread_main
+from trl_env.envpool.replies import Outcome
 from trl_env.errors import TrlEnvError
 
 START_METHOD = "forkserver"

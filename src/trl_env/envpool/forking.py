@@ -24,7 +24,7 @@ Example:
     (['x'], [])
     >>> import threading
     >>> env.lock = threading.Lock()
-    >>> fork_env(env)
+    >>> fork_env(env)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     trl_env.envpool.forking.ForkError: cannot fork Tally: copy.deepcopy failed (TypeError: cannot pickle ...

@@ -10,13 +10,19 @@ from __future__ import annotations
 
 import functools
 import io
+import os
 import pickle
+import sys
 import types
 import warnings
 from collections.abc import Callable
+from typing import Literal
 
 from trl_env.core import Env
 from trl_env.errors import ConfigTypeError
+
+Isolation = Literal["thread", "process"]
+"""Where a pool's envs run: worker threads or worker processes."""
 
 
 def factory_name(env_factory: Callable[..., object]) -> str:
@@ -82,27 +88,54 @@ def pickle_for_worker(env_factory: Callable[..., object]) -> bytes:
     return buffer.getvalue()
 
 
-def choose_isolation(env_factory: Callable[[], Env], isolation: str) -> str:
-    """The isolation an ``"auto"`` config gets: ``"process"`` when :func:`pickle_for_worker` can send the
-    factory to a child process (by reference to a module other than the script being run), else ``"thread"``
-    with a warning.
+def place_factory(env_factory: Callable[[], Env], isolation: str) -> tuple[Isolation, bytes | None]:
+    """Where a factory's envs run and, for worker processes, the factory pickled: the one pickle it ever gets.
+
+    ``"process"`` pickles it with :func:`pickle_for_worker` (which refuses a factory a worker could not load);
+    ``"thread"`` needs no pickle; ``"auto"`` (``env_isolation``'s default) is ``"process"`` when the factory can
+    go to a child process (by reference to a module other than the script being run), else ``"thread"`` with a
+    warning attributed to the first caller outside trl-env (the user's script).
+
+    Args:
+        env_factory: the pool's factory (callable: :class:`~trl_env.envpool.pool.EnvPool` checks it first).
+        isolation: ``"process"``, ``"thread"`` or ``"auto"``.
+
+    Returns:
+        The isolation, and the pickled factory for ``"process"`` (None for ``"thread"``).
+
+    Raises:
+        ConfigTypeError: ``"process"`` and the factory cannot go to a worker process.
 
     Example:
-        >>> choose_isolation(dict, "auto"), choose_isolation(lambda: None, "auto")
-        ('process', 'thread')
+        >>> place_factory(dict, "auto")[0], place_factory(dict, "thread")
+        ('process', ('thread', None))
+        >>> place_factory(lambda: None, "auto")
+        ('thread', None)
     """
-    if isinstance(isolation, str) and isolation != "auto":
-        return isolation
+    if isolation == "thread":
+        return "thread", None
+    if isolation == "process":
+        return "process", pickle_for_worker(env_factory)
     try:
-        pickle_for_worker(env_factory)
+        return "process", pickle_for_worker(env_factory)
     except ConfigTypeError as error:
         reason = str(error).split(": ", 1)[-1].split("; ")[0]
-    else:
-        return "process"
     warnings.warn(
         f"the env factory {factory_name(env_factory)} cannot go to a worker process ({reason}), so its envs run in "
         "threads: a hung call is abandoned, not killed, and a crash in env code ends the run. Define it in a module "
         "of its own and import it, or set env_isolation='thread' to silence this.",
-        stacklevel=4,
+        stacklevel=_first_caller_outside_trl_env(),
     )
-    return "thread"
+    return "thread", None
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # .../trl_env/
+
+
+def _first_caller_outside_trl_env() -> int:
+    """The ``stacklevel`` that makes a warning name the first frame outside trl-env: the user's call, however
+    many trl-env layers (``rollout``, ``RolloutEngine.run``, the trainer's rollout function) lie between."""
+    frame, level = sys._getframe(1), 1  # level 1: the function that calls warnings.warn
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -50,15 +50,12 @@ from typing import Any, Literal
 
 from trl_env.core import Env
 from trl_env.envpool.backends import ProcessBackend, ThreadBackend
-from trl_env.envpool.isolation import pickle_for_worker
+from trl_env.envpool.isolation import Isolation, place_factory
 from trl_env.envpool.replies import EnvContractError, EnvFault, EnvReply
-from trl_env.envpool.state import PoolState
-from trl_env.envpool.worker import Task
+from trl_env.envpool.state import PoolState, SlotRecord
 from trl_env.errors import ConfigError, ConfigTypeError
 
 __all__ = ["EnvContractError", "EnvFault", "EnvPool", "EnvReply", "EnvSlot", "Isolation"]
-
-Isolation = Literal["thread", "process"]
 
 
 class EnvSlot:
@@ -70,22 +67,17 @@ class EnvSlot:
         forked_from: the index of the slot this one was forked from (:meth:`EnvPool.fork`), or None.
     """
 
-    def __init__(self, pool: PoolState, seed: str, index: int, forked_from: int | None = None) -> None:
-        self.seed, self.index, self.forked_from = seed, index, forked_from
-        self._pool = pool
-        self._worker: Any = None  # the worker it is bound to, None while queued or after its env was lost
-        self._backlog: list[Task] = []  # calls made before a worker was free
-        self._fault: EnvFault | None = None  # set when the env was lost (timeout/crash)
-        self._released = False
+    def __init__(self, pool: PoolState, record: SlotRecord, forked_from: int | None = None) -> None:
+        self.seed, self.index, self.forked_from = record.seed, record.index, forked_from
+        self._pool, self._record = pool, record  # the pool's bookkeeping, owned by PoolState and its workers
 
     @property
     def queued(self) -> bool:
         """Whether the slot waits for a worker: its calls run once an episode on a busy worker is released."""
-        return self._worker is None and self._fault is None and not self._released
+        return self._record.state == "queued"
 
     def __repr__(self) -> str:
-        state = "released" if self._released else "lost" if self._fault else "bound" if self._worker else "queued"
-        return f"EnvSlot(index={self.index}, seed={self.seed!r}, {state})"
+        return f"EnvSlot(index={self.index}, seed={self.seed!r}, {self._record.state})"
 
 
 class EnvPool:
@@ -95,11 +87,17 @@ class EnvPool:
         env_factory: builds one env; called inside the worker. With ``isolation="process"`` it must be
             picklable: a class or function defined at module level (or a ``functools.partial`` of one).
         isolation: ``"process"`` (default: one child process per worker; survives hangs, crashes and
-            segfaults) or ``"thread"`` (daemon threads; cheaper, but a hung call can't be stopped).
+            segfaults), ``"thread"`` (daemon threads; cheaper, but a hung call can't be stopped) or ``"auto"``
+            (processes when the factory can go to one, else threads with a warning); :attr:`isolation` is the
+            one chosen.
         workers: how many envs run at once; more episodes wait in a queue for a free worker.
         timeout: seconds each call may take, counted from when its worker starts it; None: no limit.
         reuse_envs: keep each worker's env after :meth:`release` and warm-``reset`` it for the next
             episode on that worker instead of building a new one; its ``close()`` then runs at :meth:`close`.
+
+    Attributes:
+        env_factory: the factory the pool was built with (checked and, for processes, pickled once, here).
+        isolation: ``"process"`` or ``"thread"``.
 
     Raises:
         TypeError: ``env_factory`` is not callable, or (process isolation) cannot be sent to a child process.
@@ -110,22 +108,22 @@ class EnvPool:
         self,
         env_factory: Callable[[], Env],
         *,
-        isolation: Isolation = "process",
+        isolation: Isolation | Literal["auto"] = "process",
         workers: int = 16,
         timeout: float | None = 60.0,
         reuse_envs: bool = False,
     ) -> None:
         if not callable(env_factory):
-            raise ConfigTypeError(f"EnvPool env_factory must be callable (a class or function), got {env_factory!r}")
-        if isolation not in ("thread", "process"):
-            raise ConfigError(f"EnvPool isolation must be 'thread' or 'process', got {isolation!r}")
+            raise ConfigTypeError(f"env_factory must be a class or function that makes a new env, got {env_factory!r}")
+        if isolation not in ("thread", "process", "auto"):
+            raise ConfigError(f"EnvPool isolation must be 'thread', 'process' or 'auto', got {isolation!r}")
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ConfigError(f"EnvPool workers must be an int >= 1, got {workers!r}")
         if timeout is not None and (isinstance(timeout, bool) or not timeout > 0 or not math.isfinite(timeout)):
             raise ConfigError(f"EnvPool timeout must be a positive number of seconds or None, got {timeout!r}")
-        self.isolation, self.workers, self.timeout, self.reuse_envs = isolation, workers, timeout, reuse_envs
-        if isolation == "process":
-            data = pickle_for_worker(env_factory)
+        self.env_factory, self.workers, self.timeout, self.reuse_envs = env_factory, workers, timeout, reuse_envs
+        self.isolation, data = place_factory(env_factory, isolation)
+        if data is not None:
             backend: Callable[[], Any] = lambda: ProcessBackend(data, reuse=reuse_envs)  # noqa: E731
         else:
             backend = lambda: ThreadBackend(env_factory, reuse=reuse_envs)  # noqa: E731
@@ -141,7 +139,8 @@ class EnvPool:
         """
         if not isinstance(seed, str):
             raise ConfigTypeError(f"EnvPool.reset seed must be a str, got {type(seed).__name__} {seed!r}")
-        return self._state.reset(lambda index: EnvSlot(self._state, seed, index), seed)
+        record, future = self._state.reset(seed)
+        return EnvSlot(self._state, record), future
 
     def step(self, slot: EnvSlot, action: str) -> Future[EnvReply | EnvFault]:
         """Call ``step(action)`` on the slot's env after its earlier calls.
@@ -154,7 +153,7 @@ class EnvPool:
         if not isinstance(action, str):
             raise ConfigTypeError(f"EnvPool.step action must be a str, got {type(action).__name__} {action!r}")
         self._check(slot)
-        return self._state.submit(slot, "step", action)
+        return self._state.submit(slot._record, "step", action)
 
     def fork(self, slot: EnvSlot) -> tuple[EnvSlot, Future[EnvReply | EnvFault]]:
         """A new slot holding a copy of the slot's env as it is after the slot's earlier calls (tree rollouts).
@@ -197,7 +196,8 @@ class EnvPool:
             home/left/up home/left/down
         """
         self._check(slot)
-        return self._state.fork(slot, lambda index: EnvSlot(self._state, slot.seed, index, forked_from=slot.index))
+        record, future = self._state.fork(slot._record)
+        return EnvSlot(self._state, record, forked_from=slot.index), future
 
     def release(self, slot: EnvSlot) -> Future[dict[str, float] | None]:
         """End the episode (finished, failed or timed out): the env's ``metrics()`` then ``close()``, both optional.
@@ -213,7 +213,7 @@ class EnvPool:
             A future of ``metrics()``'s ``dict[str, float]``, or None (no ``metrics()``, or env lost).
         """
         self._check(slot)
-        return self._state.submit(slot, "release", "")
+        return self._state.submit(slot._record, "release", "")
 
     def wait_idle(self) -> None:
         """Block until no worker has a call running or queued: every call that can run has answered.
@@ -259,5 +259,5 @@ class EnvPool:
     def _check(self, slot: EnvSlot) -> None:
         if not isinstance(slot, EnvSlot) or slot._pool is not self._state:
             raise ConfigError(f"{slot!r} is not a slot of this EnvPool")
-        if slot._released:
+        if slot._record.released:
             raise ConfigError(f"{slot!r} was released; reset() a new one")

@@ -1,9 +1,15 @@
-"""The values an env pool hands back: a reply, a fault, or a contract error.
+"""The values an env pool hands back (a reply, a fault, or a contract error), and the outcomes a worker sends.
+
+A worker (:class:`~trl_env.envpool.host.EnvHost`, in a thread or a child process) answers every call with one
+small frozen, picklable dataclass, the same object on both sides of the process boundary: an :class:`EnvReply`
+or an :class:`EnvFault` (handed to the pool's user as they are), a :class:`ContractBreach` (raised as
+:class:`EnvContractError`), :class:`Released` or :class:`Forked`.
 
 Example:
-    >>> reply(("reply", "hi", 1.0, True))
+    >>> import pickle
+    >>> pickle.loads(pickle.dumps(EnvReply("hi", 1.0, True)))
     EnvReply(delta='hi', reward=1.0, alive=True)
-    >>> reply(("fault", "ValueError: bad seed"))
+    >>> EnvFault("exception", "ValueError: bad seed")
     EnvFault(kind='exception', message='ValueError: bad seed')
 """
 
@@ -57,8 +63,42 @@ class EnvContractError(TrlEnvError, TypeError):
     """The env broke the protocol; the message names the env class, the method and the seed."""
 
 
-def reply(outcome: tuple[Any, ...]) -> EnvReply | EnvFault:
-    """A worker's ``reply``/``fault`` outcome as the public type."""
-    if outcome[0] == "reply":
-        return EnvReply(*outcome[1:])
-    return EnvFault("exception", outcome[1])
+@dataclass(frozen=True)
+class ContractBreach:
+    """A worker's outcome when the env broke the protocol (wrong types, a factory that returned a non-env).
+
+    The pool raises it as :class:`EnvContractError` from the call's future.
+
+    Attributes:
+        message: names the env class, the method, the seed and what was expected.
+    """
+
+    message: str
+
+
+@dataclass(frozen=True)
+class Released:
+    """A worker's outcome of ``release``: ``metrics()`` and ``close()`` ran (each when the env has it).
+
+    Attributes:
+        metrics: what ``metrics()`` returned, checked, or None.
+        warning: None, or what went wrong in ``metrics()``/``close()`` (the pool logs it).
+    """
+
+    metrics: dict[str, float] | None = None
+    warning: str | None = None
+
+
+@dataclass(frozen=True)
+class Forked:
+    """A worker's outcome of ``fork``: the copied env, for another worker to ``adopt``.
+
+    Attributes:
+        copy: the env object (thread isolation) or its pickle (process isolation; the parent never unpickles it).
+    """
+
+    copy: Any
+
+
+Outcome = EnvReply | EnvFault | ContractBreach | Released | Forked
+"""Everything a worker answers to one call."""

@@ -5,7 +5,8 @@ backend. A lost worker (timeout, crash) gets a fresh backend for its next call, 
 unbound at once so that a queued slot can take the worker. :meth:`PoolState.wait_idle` waits until no worker
 has a call running or queued, the point where only the pool's user can make anything move again.
 
-The public face is :class:`trl_env.envpool.pool.EnvPool`; this module holds no env code.
+The public face is :class:`trl_env.envpool.pool.EnvPool`, whose :class:`~trl_env.envpool.pool.EnvSlot` handles
+read the :class:`SlotRecord` that this module keeps for each slot; this module holds no env code.
 """
 
 from __future__ import annotations
@@ -28,6 +29,31 @@ _LIVE: weakref.WeakSet[PoolState] = weakref.WeakSet()
 _atexit_registered = False
 
 
+class SlotRecord:
+    """The pool's bookkeeping of one slot: :class:`PoolState` and its workers own it, the slot's handle reads it.
+
+    Attributes:
+        seed: the seed the episode was reset with.
+        index: the slot's number in its pool.
+        worker: the worker it is bound to; None while queued or after its env was lost.
+        backlog: calls made before a worker was free (run in order once it is bound).
+        fault: set when the env was lost (timeout, crash): every later call answers with it at once.
+        released: ``release`` was called.
+    """
+
+    def __init__(self, seed: str, index: int) -> None:
+        self.seed, self.index = seed, index
+        self.worker: PoolWorker | None = None
+        self.backlog: list[Task] = []
+        self.fault: EnvFault | None = None
+        self.released = False
+
+    @property
+    def state(self) -> str:
+        """``"released"``, ``"lost"``, ``"bound"`` (to a worker) or ``"queued"`` (waiting for one)."""
+        return "released" if self.released else "lost" if self.fault else "bound" if self.worker else "queued"
+
+
 class PoolState:
     """Slots, workers and futures of one pool, without a reference back to the pool object.
 
@@ -44,28 +70,27 @@ class PoolState:
         self.queued_tasks = 0  # tasks put on worker queues and not done yet (see wait_idle)
         self.closed = False
         self.outstanding: set[Future] = set()
-        self.pending: deque[Any] = deque()
+        self.pending: deque[SlotRecord] = deque()
         self.slots_made = 0
         self.workers = [PoolWorker(self, index) for index in range(workers)]
         self.free: deque[PoolWorker] = deque(self.workers)
         _register(self)
 
-    def reset(self, make_slot: Callable[[int], Any], seed: str) -> tuple[Any, Future]:
+    def reset(self, seed: str) -> tuple[SlotRecord, Future]:
         """A new slot whose first call is ``reset(seed)``, bound to a free worker or queued."""
         with self.lock:
             if self.closed:
                 raise BackendError("EnvPool is closed")
-            slot = make_slot(self.slots_made)
-            self.slots_made += 1
+            slot = self._new_slot(seed)
             future = self._future()
-            slot._backlog.append(Task("reset", seed, slot, future))
+            slot.backlog.append(Task("reset", seed, slot, future))
             if self.free:
                 self._bind(self.free.popleft(), slot)
             else:
                 self.pending.append(slot)
         return slot, future
 
-    def fork(self, source: Any, make_slot: Callable[[int], Any]) -> tuple[Any, Future]:
+    def fork(self, source: SlotRecord) -> tuple[SlotRecord, Future]:
         """A new slot continuing a copy of ``source``'s env as it is after the source's earlier calls.
 
         The source's worker copies its env (a "fork" task, queued like a step); once the copy is there,
@@ -75,22 +100,21 @@ class PoolState:
         with self.lock:
             if self.closed:
                 raise BackendError("EnvPool is closed")
-            slot = make_slot(self.slots_made)
-            self.slots_made += 1
-            if source._fault is not None:  # the source's env is gone: so is its copy
-                slot._fault = source._fault
-                return slot, _done(source._fault)
+            slot = self._new_slot(source.seed)
+            if source.fault is not None:  # the source's env is gone: so is its copy
+                slot.fault = source.fault
+                return slot, _done(source.fault)
             adopted, copied = self._future(), self._future()
-            slot._backlog.append(Task("adopt", None, slot, adopted))
+            slot.backlog.append(Task("adopt", None, slot, adopted))
             task = Task("fork", "", source, copied)
-            if source._worker is not None:
-                self._put(source._worker, task)
+            if source.worker is not None:
+                self._put(source.worker, task)
             else:
-                source._backlog.append(task)
+                source.backlog.append(task)
         copied.add_done_callback(lambda future: self._adopt(slot, future))  # at once if already copied
         return slot, adopted
 
-    def _adopt(self, slot: Any, copied: Future) -> None:
+    def _adopt(self, slot: SlotRecord, copied: Future) -> None:
         """The source's copy arrived (or failed): queue the new slot for a worker, or fail it like the source."""
         error, fault = None, None
         if copied.cancelled():  # the source was released while still queued, before it ran (or the pool closed)
@@ -100,62 +124,67 @@ class PoolState:
         elif isinstance(copied.result(), EnvFault):
             fault = copied.result()
         with self.lock:
-            if self.closed or slot._released:  # close() cancelled its futures; release() dropped its backlog
+            if self.closed or slot.released:  # close() cancelled its futures; release() dropped its backlog
                 return
             if error is None and fault is None:
-                slot._backlog[0].arg = (slot.seed, copied.result())
+                slot.backlog[0].arg = (slot.seed, copied.result())
                 if self.free:
                     self._bind(self.free.popleft(), slot)
                 else:
                     self.pending.append(slot)
                 return
-            slot._fault = fault or EnvFault("exception", str(error))
-            backlog, slot._backlog = slot._backlog, []
+            slot.fault = fault or EnvFault("exception", str(error))
+            backlog, slot.backlog = slot.backlog, []
         for task in backlog:  # the adopt (it gets the source's error or fault), then steps queued on the copy
             if task.op == "adopt" and error is not None:
                 self.resolve(task.future, error=error)
             else:
-                self.resolve(task.future, slot._fault)
+                self.resolve(task.future, slot.fault)
 
-    def submit(self, slot: Any, op: str, arg: str) -> Future:
+    def submit(self, slot: SlotRecord, op: str, arg: str) -> Future:
         """Queue ``step``/``release`` on the slot's worker (or its backlog while it waits for one)."""
         with self.lock:
             if op == "release":
-                slot._released = True
+                slot.released = True
             if self.closed:
                 if op == "step":
                     raise BackendError("EnvPool is closed")
                 return _done(None)
-            if slot._fault is not None:  # the env was lost: nothing can run on it
-                return _done(slot._fault if op == "step" else None)
+            if slot.fault is not None:  # the env was lost: nothing can run on it
+                return _done(slot.fault if op == "step" else None)
             dropped: list[Task] = []
-            if op == "release" and slot._worker is None:  # still queued for a worker (or for its fork's copy): drop it
+            if op == "release" and slot.worker is None:  # still queued for a worker (or for its fork's copy): drop it
                 if slot in self.pending:
                     self.pending.remove(slot)
-                dropped, slot._backlog = slot._backlog, []
+                dropped, slot.backlog = slot.backlog, []
                 for task in dropped:
                     self.outstanding.discard(task.future)
             else:
                 task = Task(op, arg, slot, self._future())
-                if slot._worker is not None:
-                    self._put(slot._worker, task)
+                if slot.worker is not None:
+                    self._put(slot.worker, task)
                 else:
-                    slot._backlog.append(task)
+                    slot.backlog.append(task)
                 return task.future
         for task in dropped:  # outside the lock: cancelling runs callbacks (a fork's copy -> _adopt) that take it
             task.future.cancel()
         return _done(None)
+
+    def _new_slot(self, seed: str) -> SlotRecord:
+        slot = SlotRecord(seed, self.slots_made)
+        self.slots_made += 1
+        return slot
 
     def _future(self) -> Future:
         future: Future = Future()
         self.outstanding.add(future)
         return future
 
-    def _bind(self, worker: PoolWorker, slot: Any) -> None:
-        worker.slot, slot._worker = slot, worker
-        for task in slot._backlog:
+    def _bind(self, worker: PoolWorker, slot: SlotRecord) -> None:
+        worker.slot, slot.worker = slot, worker
+        for task in slot.backlog:
             self._put(worker, task)
-        slot._backlog = []
+        slot.backlog = []
 
     def _put(self, worker: PoolWorker, task: Task) -> None:
         """Queue ``task`` on ``worker`` (under the lock), counted until the worker is done with it."""
@@ -184,7 +213,7 @@ class PoolState:
         """The worker's episode is over (released, or env lost): give it to the next queued slot."""
         with self.lock:
             if worker.slot is not None:
-                worker.slot._worker = None
+                worker.slot.worker = None
             worker.slot = None
             if self.closed:
                 return

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trl_env.envpool.backends import WorkerLost
-from trl_env.envpool.replies import EnvContractError, EnvFault, reply
+from trl_env.envpool.replies import ContractBreach, EnvContractError, EnvFault, Forked, Outcome, Released
 
 if TYPE_CHECKING:
-    from trl_env.envpool.state import PoolState
+    from trl_env.envpool.state import PoolState, SlotRecord
 
 logger = logging.getLogger("trl_env.envpool.pool")
 
@@ -30,7 +30,7 @@ class Task:
 
     op: str
     arg: Any
-    slot: Any
+    slot: SlotRecord
     future: Future
 
 
@@ -41,7 +41,7 @@ class PoolWorker:
         self.pool = pool
         self.tasks: queue.SimpleQueue[Task | None] = queue.SimpleQueue()
         self.backend: Any = None
-        self.slot: Any = None
+        self.slot: SlotRecord | None = None  # the slot whose episode runs on this worker
         self.busy = False
         threading.Thread(target=self._drive, daemon=True, name=f"trl-env-pool-{index}").start()
 
@@ -54,8 +54,8 @@ class PoolWorker:
 
     def _run(self, task: Task) -> None:
         pool = self.pool
-        if task.slot._fault is not None:  # a call queued behind the one that lost the env
-            pool.resolve(task.future, None if task.op == "release" else task.slot._fault)
+        if task.slot.fault is not None:  # a call queued behind the one that lost the env
+            pool.resolve(task.future, None if task.op == "release" else task.slot.fault)
             return
         with pool.lock:
             if pool.closed:
@@ -77,7 +77,7 @@ class PoolWorker:
                 self.busy = False
         self._deliver(task, outcome)
 
-    def _call(self, task: Task) -> tuple[Any, ...]:
+    def _call(self, task: Task) -> Outcome:
         """Start the backend if needed (not charged to the deadline), then run the call on it."""
         if self.backend is None:
             backend = self.pool.new_backend()
@@ -94,21 +94,23 @@ class PoolWorker:
         if backend is not None:
             backend.kill()
         with self.pool.lock:
-            task.slot._fault = fault  # before unbind(): a later step() on the slot answers with it at once
+            task.slot.fault = fault  # before unbind(): a later step() on the slot answers with it at once
         self.pool.resolve(task.future, None if task.op == "release" else fault)
         self.pool.unbind(self)
 
-    def _deliver(self, task: Task, outcome: tuple[Any, ...]) -> None:
+    def _deliver(self, task: Task, outcome: Outcome) -> None:
+        """Settle the task's future with the worker's outcome: a reply or fault as it is, a breach as an error."""
         pool = self.pool
-        if outcome[0] == "contract":
-            pool.resolve(task.future, error=EnvContractError(outcome[1]))
-        elif outcome[0] == "released":
-            if outcome[2] is not None:
-                logger.warning("%s", outcome[2])
-            pool.resolve(task.future, outcome[1])
-        elif outcome[0] == "forked":  # the copy, for the new slot's "adopt" (PoolState._adopt)
-            pool.resolve(task.future, outcome[1])
-        else:
-            pool.resolve(task.future, reply(outcome))
+        match outcome:
+            case ContractBreach(message):
+                pool.resolve(task.future, error=EnvContractError(message))
+            case Released(metrics, warning):
+                if warning is not None:
+                    logger.warning("%s", warning)
+                pool.resolve(task.future, metrics)
+            case Forked(copy):  # the copy, for the new slot's "adopt" (see PoolState.fork)
+                pool.resolve(task.future, copy)
+            case _:  # EnvReply or EnvFault: the pool's user gets it as it is
+                pool.resolve(task.future, outcome)
         if task.op == "release":
             pool.unbind(self)
