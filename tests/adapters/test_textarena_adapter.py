@@ -17,7 +17,7 @@ from trl_env.adapters.textarena import (
     OFFLINE_TWO_PLAYER,
     RandomLegalMove,
     TextArenaEnv,
-    _class_name,
+    class_name,
     random_move_opponent,
     textarena_env,
 )
@@ -152,7 +152,7 @@ def test_every_listed_offline_game_starts_and_plays():
             continue  # offline too (measured), but their puzzle generators take seconds per reset
         opponent = None
         if game_id in OFFLINE_TWO_PLAYER:  # the built-in opponent where it can play, else a fixed move
-            opponent = random_move_opponent if _class_name(game_id) in LEGAL_MOVE_GAMES else always_zero
+            opponent = random_move_opponent if class_name(game_id) in LEGAL_MOVE_GAMES else always_zero
         env = TextArenaEnv(game_id, opponent=opponent)
         env, delta = env.reset("0")
         assert delta and env.alive, game_id
@@ -228,7 +228,7 @@ def test_success_is_the_winner_of_a_two_player_game():
 
 
 def test_every_offline_single_player_game_has_its_win_reason_and_set_has_none():
-    assert {_class_name(game_id) for game_id in OFFLINE_SINGLE_PLAYER} <= set(WIN_REASONS)
+    assert {class_name(game_id) for game_id in OFFLINE_SINGLE_PLAYER} <= set(WIN_REASONS)
     env, _ = textarena_env("Set-v0", max_steps=30)().reset("0")
     while env.alive:
         env, _ = env.step("[1, 2, 3]")

@@ -14,10 +14,8 @@ game already said it.
 Metrics: ``success`` is the game's own outcome, not the reward (see
 :mod:`~trl_env.adapters.textarena_outcome`): the winner of a two-player game, the win message of a puzzle.
 
-Seeds: the game's integer seed is :func:`~trl_env.adapters.seeds.seed_index` of the seed.
-TextArena seeds Python's *global* ``random`` and draws from it during play, which threads
-running many games would interleave; each env therefore keeps its own ``random`` state and
-swaps it in around each game call under a lock, so an episode depends on its seed alone.
+Seeds: the game's seed is :func:`~trl_env.adapters.seeds.seed_index` of the seed. TextArena draws from
+Python's *global* ``random``, so each env swaps its own state in around each game call under a lock.
 
 Example:
     >>> factory = textarena_env("TicTacToe-v0", opponent="random")
@@ -34,7 +32,6 @@ Example:
 from __future__ import annotations
 
 import functools
-import importlib
 import math
 import random
 import threading
@@ -46,6 +43,7 @@ from textarena.envs.registration import ENV_REGISTRY
 
 from trl_env.adapters.actions import clean_text
 from trl_env.adapters.seeds import seed_index
+from trl_env.adapters.textarena_games import OFFLINE_SINGLE_PLAYER, OFFLINE_TWO_PLAYER, class_name, make_game
 from trl_env.adapters.textarena_moves import game_class, legal_moves
 from trl_env.adapters.textarena_opponents import (
     LEGAL_MOVE_GAMES,
@@ -68,42 +66,6 @@ MAX_OPPONENT_MOVES = 200  # between two model moves; then the episode is truncat
 _RANDOM_LOCK = threading.Lock()  # guards Python's global random while a game runs
 GAME_ID = textarena.GAME_ID
 PLAYER_ACTION = textarena.ObservationType.PLAYER_ACTION
-
-# Measured with textarena 0.7.4 on Python 3.11, offline: every game of these ids (and their
-# registered variants, e.g. "-hard") resets and plays without a download or an API key.
-OFFLINE_SINGLE_PLAYER = [
-    "2048-v0", "Bandit-v0", "Blackjack-v0", "Countdown-v0", "Crosswords-v0", "Cryptarithm-v0", "FifteenPuzzle-v0",
-    "FrozenLake-v0", "GuessTheNumber-v0", "LightsOut-v0", "LogicPuzzle-v0", "Mastermind-v0", "Minesweeper-v0",
-    "PegJump-v0", "RushHour-v0", "Secretary-v0", "Set-v0", "Slitherlink-v0", "Sokoban-v0", "Sudoku-v0",
-    "ThreeCardMonte-v0", "TowerOfHanoi-v0",
-]  # fmt: skip
-OFFLINE_TWO_PLAYER = [
-    "Alquerque-v0", "Battleship-v0", "Breakthrough-v0", "Briscola-v0", "Chopsticks-v0", "ColonelBlotto-v0",
-    "ConnectFour-v0", "Crusade-v0", "GameOfPureStrategy-v0", "GermanWhist-v0", "Golf-v0", "HighSociety-v0",
-    "IndianPoker-v0", "IteratedMatchingPennies-v0", "IteratedPrisonersDilemma-v0", "IteratedRockPaperScissors-v0",
-    "IteratedTwoThirdsAverage-v0", "IteratedUltimatumGame-v0", "KuhnPoker-v0", "LinesOfAction-v0", "MemoryGame-v0",
-    "NewRecruit-v0", "Nim-v0", "Othello-v0", "PigDice-v0", "SimpleBlindAuction-v0", "SimpleNegotiation-v0",
-    "SimpleTak-v0", "Stratego-v0", "Tak-v0", "TicTacToe-v0", "TruthAndDeception-v0", "TwoDollar-v0",
-    "UltimateTicTacToe-v0", "WildTicTacToe-v0", "LiarsDice-v0", "Poker-v0", "Snake-v0", "Surround-v0",
-    "SantoriniBaseFixed-v0",
-]  # fmt: skip
-
-
-def _class_name(game_id: str) -> str:
-    """The class name of a registered game, e.g. ``"OthelloEnv"``."""
-    entry = ENV_REGISTRY[game_id].entry_point
-    return entry.rpartition(":")[2] if isinstance(entry, str) else entry.__name__
-
-
-def _make_game(game_id: str, env_kwargs: dict[str, Any], format_actions: bool) -> Any:
-    """The game without TextArena's observation wrappers (they re-send the whole history every turn)."""
-    spec = ENV_REGISTRY[game_id]
-    entry = spec.entry_point
-    if isinstance(entry, str):
-        module_name, _, class_name = entry.partition(":")
-        entry = getattr(importlib.import_module(module_name), class_name)
-    game = entry(**{**spec.kwargs, **env_kwargs})
-    return textarena.wrappers.ActionFormattingWrapper(game) if format_actions else game
 
 
 class TextArenaEnv:
@@ -152,7 +114,7 @@ class TextArenaEnv:
         self.max_action_chars = max_action_chars
         self.opponent = resolve_opponent(opponent) if opponent is not None else None
         if self.opponent is not None and game_id in ENV_REGISTRY:
-            check_game(self.opponent, game_id, _class_name(game_id))
+            check_game(self.opponent, game_id, class_name(game_id))
         self.num_players = num_players if num_players is not None else (1 if opponent is None else 2)
         self.env_kwargs = dict(env_kwargs or {})
         self.reward, self.alive, self.steps, self.truncated = 0.0, False, 0, False
@@ -246,7 +208,7 @@ class TextArenaEnv:
 
     def reset(self, seed: str) -> tuple[TextArenaEnv, str]:
         """Start the game with the seed's integer; the model's first delta (after the opponents' moves)."""
-        self._game = _make_game(self.game_id, self.env_kwargs, self.format_actions)
+        self._game = make_game(self.game_id, self.env_kwargs, self.format_actions)
         self._random_state = None
         self._seen = {}
         self.reward, self.alive, self.steps, self.truncated = 0.0, True, 0, False

@@ -38,7 +38,8 @@ from trl_env.chat.chunk_encoder import ChunkEncoder
 from trl_env.core import Env, EpisodeMemory, Generator, HasTokenizer, Processor
 from trl_env.engine.config import RolloutConfig
 from trl_env.engine.episode_steps import EpisodeSteps
-from trl_env.engine.schedulers import RolloutStats, play_per_episode, play_turn_synchronous
+from trl_env.engine.generator_use import RolloutStats
+from trl_env.engine.schedulers import play_per_episode, play_turn_synchronous
 from trl_env.envpool.isolation import factory_name
 from trl_env.envpool.pool import EnvPool
 from trl_env.episode import Episode
