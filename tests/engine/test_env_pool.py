@@ -298,7 +298,9 @@ def test_slots_of_other_pools_or_released_ones_are_refused():
 
 @pytest.mark.parametrize("module", ["host", "replies", "backends", "pool", "isolation", "values", "forking"])
 def test_docstring_examples(module):
-    assert doctest.testmod(importlib.import_module(f"trl_env.envpool.{module}")).failed == 0
+    assert (
+        doctest.testmod(importlib.import_module(f"trl_env.envpool.{module}"), optionflags=doctest.ELLIPSIS).failed == 0
+    )
 
 
 @pytest.mark.parametrize("isolation", ["thread", "process"])

@@ -81,4 +81,4 @@ def test_leaf_nodes_build_a_tree_the_advantages_accept():
 
 
 def test_docstring_examples_run():
-    assert doctest.testmod(tree_module).failed == 0
+    assert doctest.testmod(tree_module, optionflags=doctest.ELLIPSIS).failed == 0

@@ -54,8 +54,8 @@ def both_paths(qwen3_tokenizer, tmp_path_factory):
         rollout_func=make_rollout_func(GuessNumberEnv, ChatTemplateProcessor(qwen3_tokenizer), **ROLLOUT),
     )
     settings = TrainSettings(
-        steps=1, num_generations=2, prompts_per_step=2, lora_r=0, temperature=0.8, max_completion_tokens=24,
-        output_dir=str(tmp_path_factory.mktemp("recipe")), rollout=RolloutConfig(**ROLLOUT), extra_args=SAMPLING,
+        steps=1, num_generations=2, prompts_per_step=2, lora_r=0, temperature=0.8, extra_args=SAMPLING,
+        output_dir=str(tmp_path_factory.mktemp("recipe")), rollout=RolloutConfig(**ROLLOUT, max_completion_tokens=24),
     )  # fmt: skip
     recipe = build_trainer(GuessNumberEnv, build_tiny_qwen3_model(qwen3_tokenizer), qwen3_tokenizer, ["3"], settings)
     return first_rollout(direct), first_rollout(recipe)
