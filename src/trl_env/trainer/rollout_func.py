@@ -31,9 +31,11 @@ from trl_env.engine.rollout import RolloutEngine
 from trl_env.errors import ConfigTypeError, DataError, TemplateError
 from trl_env.trainer.failures import FailureMonitor
 from trl_env.trainer.launch_check import launch_problem
+from trl_env.trainer.pipelined_training import check_pipelined_trainer, start_pipeline
+from trl_env.trainer.policy_snapshot import PolicySnapshot
 from trl_env.trainer.metrics import SUM_EPISODES, SUM_ERRORS, log_episode_metrics
 from trl_env.trainer.rollout_batch import episodes_to_batch
-from trl_env.trainer.sampling import trainer_generator, trainer_stop_token_ids
+from trl_env.trainer.sampling import snapshot_generator, trainer_generator, trainer_stop_token_ids
 from trl_env.trainer.setting_checks import check_tree_credit, episode_budget, trainer_advantage
 from trl_env.trainer.transcript_tables import attach_tables
 from trl_env.trainer.transcripts import FlushTranscripts, TranscriptRecorder
@@ -99,6 +101,7 @@ def make_rollout_func(
     transcripts_per_step: int | None = 4,
     max_failure_rate: float = 0.5,
     failure_window: int = 10,
+    max_staleness: int = 0,
     **settings: Any,
 ) -> Callable[[list[Any], Any], dict[str, list[Any]]]:
     """Build a TRL ``rollout_func`` that plays one episode per prompt.
@@ -124,6 +127,12 @@ def make_rollout_func(
         max_failure_rate: stop training (:class:`~trl_env.trainer.failures.EnvFailuresError`, showing the first
             errors) when every episode of a step failed, or more than this fraction over ``failure_window`` steps.
         failure_window: the number of steps that fraction is taken over.
+        max_staleness: 0 plays each step's episodes when TRL asks for them (every sample on-policy). N >= 1
+            pipelines: while a step trains, the next steps' episodes are played in the background with a copy of
+            the policy at most N optimizer steps old (:mod:`~trl_env.trainer.pipeline`), and the loss is corrected
+            with TRL's importance-sampling settings (:mod:`~trl_env.trainer.off_policy`), which needs
+            :class:`~trl_env.trainer.turn_level_grpo.TurnLevelGRPOTrainer` (``advantage_mode="episode"`` is plain
+            GRPO). Not yet with the trainer's vLLM (``use_vllm=True``).
 
     Returns:
         ``rollout_func(prompts, trainer)`` for ``GRPOTrainer(rollout_func=...)``. Its ``engine`` attribute is
@@ -141,6 +150,8 @@ def make_rollout_func(
         trl_env.errors.ConfigTypeError: unknown rollout setting 'max_turn'; the RolloutConfig fields are: ...
     """
     require_supported_trl()
+    if not isinstance(max_staleness, int) or isinstance(max_staleness, bool) or max_staleness < 0:
+        raise ConfigError(f"max_staleness must be a whole number of optimizer steps >= 0; got {max_staleness!r}")
     if processor is not None:
         require_turn_delimited(processor)  # now, not at the first rollout of training
     enable_vllm_cpu_weight_sync()
@@ -148,7 +159,7 @@ def make_rollout_func(
     base_config = RolloutConfig.from_kwargs(config, **settings)
     # One engine, for the latest trainer only, held with a weak reference: a rollout_func reused across
     # trainers never keeps an old trainer (and its model) alive, and ids of dead trainers are never confused.
-    current: dict[str, Any] = {"trainer": None, "engine": None, "recorder": None, "tables": None}
+    current: dict[str, Any] = {"trainer": None, "engine": None, "recorder": None, "tables": None, "pipeline": None}
     failures = FailureMonitor(max_rate=max_failure_rate, window=failure_window)
 
     def build(trainer: Any) -> RolloutEngine:
@@ -167,16 +178,28 @@ def make_rollout_func(
                 )
         config = episode_budget(base_config, trainer.max_completion_length)
         stops = trainer_stop_token_ids(trainer, TurnEnd.of(chosen, tokenizer))
-        if generator is None:  # not `generator or ...`: an EpisodeCacheGenerator with an empty cache is falsy
-            chosen_generator = trainer_generator(trainer, tokenizer, stops)
-        else:
+        snapshot = None
+        if max_staleness > 0:
+            check_pipelined_trainer(trainer, max_staleness)
+            if generator is None:  # the background samples with a copy of the policy, refreshed every step
+                snapshot = PolicySnapshot(trainer.accelerator.unwrap_model(trainer.model), trainer.state.global_step)
+        if generator is not None:
             chosen_generator = generator
+        elif snapshot is not None:
+            chosen_generator = snapshot_generator(trainer, snapshot.model, tokenizer, stops)
+        else:  # not `generator or ...`: an EpisodeCacheGenerator with an empty cache is falsy
+            chosen_generator = trainer_generator(trainer, tokenizer, stops)
         engine = RolloutEngine(chosen_generator, chosen, tokenizer, config)
+        if max_staleness > 0:
+            current["pipeline"] = start_pipeline(trainer, engine, env_factory, snapshot, max_staleness, progress)
         return engine
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         known = current["trainer"]
         if known is None or known() is not trainer:
+            if current["pipeline"] is not None:
+                current["pipeline"].close()
+                current["pipeline"] = None
             if current["engine"] is not None:
                 current["engine"].close()
             current["engine"] = build(trainer)
@@ -195,7 +218,11 @@ def make_rollout_func(
                 current["tables"] = attach_tables(trainer)  # the same episodes to wandb, if reported to
         engine: RolloutEngine = current["engine"]
         rollout_func.engine = engine  # type: ignore[attr-defined]
-        episodes = engine.run(env_factory, [prompt_to_seed(p) for p in prompts], progress=progress)
+        seeds = [prompt_to_seed(p) for p in prompts]
+        if current["pipeline"] is not None:
+            episodes, version = current["pipeline"].take_logged(trainer, seeds)
+        else:
+            episodes, version = engine.run(env_factory, seeds, progress=progress), trainer.state.global_step
         process = trainer.accelerator.process_index
         for episode in episodes:  # tree node ids unique over the processes' batches, which TRL gathers
             episode.tree_nodes = [f"{process}/{node}" for node in episode.tree_nodes]
@@ -206,7 +233,10 @@ def make_rollout_func(
             recorded = current["recorder"].record(trainer.state.global_step, episodes)
             if recorded and current["tables"] is not None:
                 current["tables"].add(trainer.state.global_step, episodes[:transcripts_per_step])
-        return episodes_to_batch(episodes, engine.encoder.turn_end_id, engine.config.failure_reward)
+        batch = episodes_to_batch(episodes, engine.encoder.turn_end_id, engine.config.failure_reward)
+        batch["policy_version"] = [version] * len(episodes)
+        return batch
 
     rollout_func.engine = None  # type: ignore[attr-defined]
+    rollout_func.max_staleness = max_staleness  # type: ignore[attr-defined]
     return rollout_func

@@ -28,6 +28,7 @@ from trl_env.chat.turn_end import TurnEnd
 from trl_env.core import Generator
 from trl_env.errors import ConfigError
 from trl_env.generation.kv_cache import EpisodeCacheGenerator
+from trl_env.generation.local_model import autocast_context
 from trl_env.generation.trainer_vllm import TrainerVLLMGenerator
 from trl_env.trainer.trl_compat import model_for_generation, uses_vllm
 
@@ -116,4 +117,27 @@ def trainer_generator(trainer: Any, tokenizer: Any, stop_token_ids: list[int]) -
         **SamplingSettings.of(trainer.args).as_kwargs(),
         stop_token_ids=stop_token_ids,
         model_context=model_for_generation(trainer),
+    )
+
+
+def snapshot_generator(trainer: Any, model: Any, tokenizer: Any, stop_token_ids: list[int]) -> Generator:
+    """The generator of pipelined rollouts: an :class:`EpisodeCacheGenerator` on a policy snapshot.
+
+    Same sampling settings as :func:`trainer_generator`; under ``bf16=True`` the snapshot samples in bfloat16
+    autocast, as the trainer's prepared model does.
+
+    Args:
+        trainer: a ``GRPOTrainer``.
+        model: the snapshot's model (:class:`~trl_env.trainer.policy_snapshot.PolicySnapshot`).
+        tokenizer: its text tokenizer.
+        stop_token_ids: from :func:`trainer_stop_token_ids`.
+    """
+    import torch
+
+    return EpisodeCacheGenerator(
+        model,
+        tokenizer,
+        **SamplingSettings.of(trainer.args).as_kwargs(),
+        stop_token_ids=stop_token_ids,
+        model_context=autocast_context(model, torch.bfloat16 if trainer.args.bf16 else None),
     )

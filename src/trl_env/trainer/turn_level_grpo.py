@@ -37,6 +37,7 @@ from trl import GRPOTrainer
 
 from trl_env.errors import ConfigError, TrlEnvError
 from trl_env.trainer.advantages import MODES, AdvantageMode, EpisodeCredit, compute_advantages
+from trl_env.trainer.off_policy import correct_off_policy
 
 CREDIT_KEYS = ("turn_rewards", "turn_spans", "state_keys")
 TREE_KEYS = ("tree_nodes", "tree_branch_points")
@@ -91,10 +92,17 @@ class TurnLevelGRPOTrainer(GRPOTrainer):
         self._unscorable = torch.isnan(rewards_per_func).all(dim=1).tolist()
         return rewards_per_func
 
+    corrects_off_policy = True  # pipelined rollouts (make_rollout_func(max_staleness=N)) may train with it
+
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         output = super()._generate_and_score_completions(inputs)
-        if self.advantage_mode == "episode":
-            return output
+        if self.advantage_mode != "episode":
+            output["advantages"] = self._turn_advantages(output)
+        if getattr(self.rollout_func, "max_staleness", 0) > 0 and self.model.training:
+            correct_off_policy(self, output)
+        return output
+
+    def _turn_advantages(self, output: dict[str, Any]) -> torch.Tensor:
         mode = "train" if self.model.training else "eval"
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
         local = output["advantages"]
@@ -116,8 +124,7 @@ class TurnLevelGRPOTrainer(GRPOTrainer):
         mine = torch.zeros(len(local), width, dtype=torch.float32)
         columns = min(width, advantages.shape[1])
         mine[:, :columns] = advantages[start : start + len(local), :columns]
-        output["advantages"] = mine.to(local.device)
-        return output
+        return mine.to(local.device)
 
 
 def _credit(row: dict[str, Any], completion_length: int, index: int, *, tree: bool = False) -> EpisodeCredit:
