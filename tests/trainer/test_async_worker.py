@@ -173,8 +173,11 @@ def test_stop_ends_promptly_joins_the_thread_and_closes_the_env_pool(run):
 
 
 def test_trls_own_consumer_packs_the_samples_and_drops_the_stale_ones(run, qwen3_tokenizer):
+    from accelerate import PartialState
     from trl.experimental.async_grpo.async_grpo_trainer import DataCollatorForRollout, RolloutQueueDataset
     from trl.experimental.async_grpo.packing import TreeRow
+
+    PartialState()  # the trainer's process has one (its Accelerator); TRL's logging needs it
 
     buffer, metrics = queue.Queue(), defaultdict(list)
     for sample in run["samples"]:
