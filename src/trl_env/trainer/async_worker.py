@@ -127,8 +127,11 @@ class EnvRolloutWorker:
                     "the processor is not additive with this tokenizer; fix it or pass allow_non_additive=True\n"
                     + report.table(5)
                 )
+        rollout_config = RolloutConfig.from_kwargs(config, **settings)
+        if rollout_config.tree is not None:  # a tree's leaves are not one group per seed; TRL has no tree advantage
+            raise ConfigError("EnvRolloutWorker plays plain episodes; tree rollouts need TurnLevelGRPOTrainer")
         self.env_factory = env_factory
-        self.engine = RolloutEngine(generator, processor, tokenizer, RolloutConfig.from_kwargs(config, **settings))
+        self.engine = RolloutEngine(generator, processor, tokenizer, rollout_config)
         self.num_generations, self.groups_per_batch = num_generations, groups_per_batch
         self.max_staleness, self.lora_name = max_staleness, lora_name
         self.on_episodes, self.stop_timeout = on_episodes, stop_timeout
