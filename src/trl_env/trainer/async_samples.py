@@ -1,0 +1,176 @@
+"""Episodes into the ``RolloutSample``s TRL's ``AsyncGRPOTrainer`` trains on, one per scored episode.
+
+A group is the ``num_generations`` episodes of one seed. Each scored episode (its env did not fail, or
+``failure_reward`` scores failures) becomes one sample: ``input_ids`` is the prompt then the completion,
+``completion_mask`` is 0 on the prompt and on every env, tool and appended end-of-turn token (the episode's
+``env_mask`` after the prompt), ``old_log_probs`` holds the sampled logprobs (0.0 where the mask is 0), and the
+scalar ``advantage`` is the GRPO group advantage ``(r - mean) / (std + 1e-8)`` over the group's scored episodes
+(population std, as TRL's own worker computes it). A failed episode is left out: it is not trained on and does
+not count in its group's mean and std.
+
+Example:
+    >>> from trl_env.episode import Episode
+    >>> good = Episode(seed="7", prompt_ids=[1, 2], prompt_text="", reward=1.0)
+    >>> good.add_model_tokens([5], [-0.5], "a"); good.add_env_tokens([6], "b")
+    >>> bad = Episode(seed="7", prompt_ids=[1, 2], prompt_text="", reward=0.0)
+    >>> bad.add_model_tokens([9], [-0.1], "c")
+    >>> samples = episodes_to_samples([good, bad], num_generations=2, first_group_id=0, model_version=3)
+    >>> s = samples[0]
+    >>> s.input_ids.tolist(), s.completion_mask.tolist(), s.old_log_probs.tolist(), round(s.advantage, 6)
+    ([1, 2, 5, 6], [0, 0, 1, 0], [0.0, 0.0, -0.5, 0.0], 1.0)
+    >>> s.model_version, s.group_id, [x.advantage for x in samples][1] < 0
+    (3, 0, True)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from trl.experimental.async_grpo.async_rollout_worker import RolloutSample
+
+from trl_env.episode import Episode
+from trl_env.errors import DataError
+
+STD_EPSILON = 1e-8  # TRL's: a group whose rewards are all equal gets advantage 0, not a division by zero
+
+
+def group_advantages(rewards: Sequence[float | None]) -> list[float | None]:
+    """GRPO advantages of one group: ``(r - mean) / (std + 1e-8)`` over the scored rewards.
+
+    Args:
+        rewards: one reward per episode of the group; None for an unscored (failed) episode.
+
+    Returns:
+        One advantage per episode, None where the reward is None.
+
+    Example:
+        >>> [round(a, 3) for a in group_advantages([1.0, 0.0, None, 1.0]) if a is not None]
+        [0.707, -1.414, 0.707]
+        >>> group_advantages([0.5, 0.5])
+        [0.0, 0.0]
+    """
+    scored = np.array([r for r in rewards if r is not None], dtype=np.float64)
+    if scored.size == 0:
+        return [None] * len(rewards)
+    mean, std = float(scored.mean()), float(scored.std())
+    return [None if r is None else (float(r) - mean) / (std + STD_EPSILON) for r in rewards]
+
+
+def episode_reward(episode: Episode, failure_reward: float | None) -> float | None:
+    """The reward an episode is scored with: its env's, ``failure_reward`` if its env failed, or None (unscored).
+
+    Example:
+        >>> from trl_env.episode import Episode, StopReason
+        >>> failed = Episode(seed="s", prompt_ids=[1], prompt_text="", stop_reason=StopReason.ENV_ERROR)
+        >>> episode_reward(failed, None), episode_reward(failed, -1.0)
+        (None, -1.0)
+    """
+    if episode.failed:
+        return failure_reward
+    return float(episode.reward)
+
+
+def sample_metrics(episode: Episode, reward: float, reward_std: float) -> dict[str, float]:
+    """Per-sample figures the trainer averages over each micro-batch: the reward, the group's reward std, the
+    episode's turns and parse failures, and every number the env's ``metrics()`` reported (as ``env/NAME``).
+
+    Example:
+        >>> from trl_env.episode import Episode
+        >>> sample_metrics(Episode(seed="s", prompt_ids=[1], prompt_text="", metrics={"success": 1.0}), 1.0, 0.0)
+        {'reward': 1.0, 'reward_std': 0.0, 'env/turns': 0.0, 'env/parse_failures': 0.0, 'env/success': 1.0}
+    """
+    metrics = {
+        "reward": reward,
+        "reward_std": reward_std,
+        "env/turns": float(episode.num_turns),
+        "env/parse_failures": float(episode.parse_failures),
+    }
+    for name, value in (episode.metrics or {}).items():
+        if isinstance(value, int | float) and math.isfinite(value):
+            metrics[f"env/{name}"] = float(value)
+    return metrics
+
+
+def episode_sample(
+    episode: Episode, advantage: float, metrics: dict[str, float], group_id: int, version: int
+) -> RolloutSample:
+    """One ``RolloutSample``: the episode's tokens with the prompt as context (mask 0, logprob 0.0).
+
+    Args:
+        episode: a finished episode.
+        advantage: its group advantage.
+        metrics: its per-sample figures (:func:`sample_metrics`).
+        group_id: its group's id.
+        version: the policy version current when it started.
+
+    Returns:
+        The sample; ``prompt`` and ``completion`` hold the rendered texts, for TRL's trace logging.
+
+    Raises:
+        DataError: the episode's completion, mask and logprob lists differ in length.
+    """
+    n = len(episode.completion_ids)
+    if not (len(episode.env_mask) == len(episode.logprobs) == n):
+        raise DataError(
+            f"episode {episode.seed!r}: {n} completion ids, {len(episode.env_mask)} mask, {len(episode.logprobs)} "
+            "logprobs; a RolloutSample needs one of each per token"
+        )
+    prompt = len(episode.prompt_ids)
+    completion_text = "".join(segment.text for segment in episode.segments)
+    return RolloutSample(
+        prompt=[{"role": "user", "content": episode.prompt_text}],
+        completion=[{"role": "assistant", "content": completion_text}],
+        input_ids=np.asarray(list(episode.prompt_ids) + list(episode.completion_ids), dtype=np.int64),
+        completion_mask=np.asarray([0] * prompt + list(episode.env_mask), dtype=np.int64),
+        # a mask-0 token's logprob is never read by the loss; zero it anyway, as TRL does for context
+        old_log_probs=np.asarray(
+            [0.0] * prompt + [lp if m else 0.0 for lp, m in zip(episode.logprobs, episode.env_mask, strict=True)],
+            dtype=np.float32,
+        ),
+        advantage=float(advantage),
+        model_version=int(version),
+        group_id=int(group_id),
+        metrics=metrics,
+    )
+
+
+def episodes_to_samples(
+    episodes: Sequence[Episode],
+    num_generations: int,
+    first_group_id: int,
+    model_version: int,
+    failure_reward: float | None = None,
+) -> list[RolloutSample]:
+    """The samples of consecutive groups of ``num_generations`` episodes (group ``k`` gets ``first_group_id + k``).
+
+    Args:
+        episodes: the episodes of one or more groups, each group's episodes consecutive and of one seed.
+        num_generations: episodes per group.
+        first_group_id: the ``group_id`` of the first group.
+        model_version: the policy version current when the episodes started.
+        failure_reward: the reward of an episode whose env failed; None leaves it out (not trained on).
+
+    Returns:
+        One sample per scored episode, in episode order.
+
+    Raises:
+        DataError: the episodes do not split into groups of one seed each.
+    """
+    if num_generations < 1 or len(episodes) % num_generations:
+        raise DataError(f"{len(episodes)} episodes do not split into groups of num_generations={num_generations}")
+    samples = []
+    for k in range(len(episodes) // num_generations):
+        group = episodes[k * num_generations : (k + 1) * num_generations]
+        if len({episode.seed for episode in group}) != 1:
+            raise DataError(f"group {first_group_id + k} mixes seeds {sorted({e.seed for e in group})}")
+        rewards = [episode_reward(episode, failure_reward) for episode in group]
+        scored = [r for r in rewards if r is not None]
+        reward_std = float(np.std(scored)) if scored else float("nan")
+        for episode, reward, advantage in zip(group, rewards, group_advantages(rewards), strict=True):
+            if reward is None or advantage is None:
+                continue
+            metrics = sample_metrics(episode, reward, reward_std)
+            samples.append(episode_sample(episode, advantage, metrics, first_group_id + k, model_version))
+    return samples
