@@ -120,4 +120,3 @@ class PolicySnapshot:
                 self._params[name].copy_(tensor)  # bumps the tensor version: generators drop cached keys/values
         self.version = version
         return True
-

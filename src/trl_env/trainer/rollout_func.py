@@ -28,12 +28,12 @@ from trl_env.checks.additivity import check_additivity
 from trl_env.core import Env, Generator, Processor
 from trl_env.engine.config import RolloutConfig
 from trl_env.engine.rollout import RolloutEngine
-from trl_env.errors import ConfigTypeError, DataError, TemplateError
+from trl_env.errors import ConfigError, ConfigTypeError, DataError, TemplateError
 from trl_env.trainer.failures import FailureMonitor
 from trl_env.trainer.launch_check import launch_problem
+from trl_env.trainer.metrics import SUM_EPISODES, SUM_ERRORS, log_episode_metrics
 from trl_env.trainer.pipelined_training import check_pipelined_trainer, start_pipeline
 from trl_env.trainer.policy_snapshot import PolicySnapshot
-from trl_env.trainer.metrics import SUM_EPISODES, SUM_ERRORS, log_episode_metrics
 from trl_env.trainer.rollout_batch import episodes_to_batch
 from trl_env.trainer.sampling import snapshot_generator, trainer_generator, trainer_stop_token_ids
 from trl_env.trainer.setting_checks import check_tree_credit, episode_budget, trainer_advantage
