@@ -1,0 +1,195 @@
+"""Pipelined rollouts (make_rollout_func(max_staleness=N)): the bound, the order, the failures, real training."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+
+import pytest
+from datasets import Dataset
+from trl import GRPOConfig, GRPOTrainer
+
+from tests.envs.basic import Counting
+from trl_env import make_rollout_func
+from trl_env.errors import ConfigError
+from trl_env.testing.instant_generator import ContextHashGenerator
+from trl_env.trainer.pipeline import RolloutPipeline, RolloutPipelineError
+from trl_env.trainer.pipelined_training import PublishPolicy
+from trl_env.trainer.turn_level_grpo import TurnLevelGRPOTrainer
+
+# -- the pipeline on its own: a play function instead of the engine ------------------------------------------------
+
+
+def recording_play(log: list, delay: float = 0.0):
+    def play(seeds):
+        log.append(("start", tuple(seeds), time.perf_counter()))
+        time.sleep(delay)
+        return [f"episode-{seed}" for seed in seeds]
+
+    return play
+
+
+@pytest.mark.parametrize("max_staleness", [1, 2])
+def test_a_batch_starts_within_the_bound_and_ahead_of_its_step(max_staleness):
+    batches = [[f"s{i}"] for i in range(8)]
+    starts: list = []
+    pipeline = RolloutPipeline(recording_play(starts), iter(batches), max_staleness=max_staleness)
+    versions_at_start = {}
+    for step, seeds in enumerate(batches):
+        played = pipeline.take(seeds, step)
+        assert played.episodes == [f"episode-{seeds[0]}"] and not played.replayed
+        assert 0 <= step - played.version <= max_staleness
+        versions_at_start[step] = played.version
+        time.sleep(0.05)  # "training": the next batches are played meanwhile
+        pipeline.publish(step + 1)
+    pipeline.close()
+    assert [s[1] for s in starts] == [tuple(b) for b in batches]  # every batch played once, in order
+    assert max(step - v for step, v in versions_at_start.items()) == max_staleness  # it does run ahead
+    assert pipeline.replayed == 0
+
+
+def test_a_batch_never_starts_before_its_policy_is_published():
+    starts: list = []
+    pipeline = RolloutPipeline(recording_play(starts), iter([["a"], ["b"], ["c"], ["d"]]), max_staleness=1)
+    pipeline.take(["a"], 0)
+    time.sleep(0.2)
+    started = [s[1] for s in starts]
+    assert started == [("a",), ("b",)]  # "c" is for step 2 and needs version 1, not yet published
+    pipeline.publish(1)
+    pipeline.take(["b"], 1)
+    time.sleep(0.2)
+    assert [s[1] for s in starts] == [("a",), ("b",), ("c",)]
+    pipeline.close()
+
+
+def test_prompts_other_than_planned_are_played_again_and_counted():
+    starts: list = []
+    pipeline = RolloutPipeline(recording_play(starts), iter([["a"], ["b"], ["c"], ["d"]]), max_staleness=1)
+    assert pipeline.take(["a"], 0).episodes == ["episode-a"]
+    pipeline.publish(1)
+    played = pipeline.take(["c"], 1)  # TRL skipped "b" (e.g. a resume): the twin re-aligns on "c"
+    assert played.episodes == ["episode-c"] and played.replayed and pipeline.replayed == 1
+    pipeline.publish(2)
+    assert pipeline.take(["d"], 2).episodes == ["episode-d"]  # and looks ahead again from there
+    pipeline.close()
+
+
+def test_a_background_error_surfaces_with_its_traceback():
+    def play(seeds):
+        if seeds == ["b"]:
+            raise ValueError("the env server is gone")
+        return list(seeds)
+
+    pipeline = RolloutPipeline(play, iter([["a"], ["b"]]), max_staleness=1)
+    pipeline.take(["a"], 0)
+    pipeline.publish(1)
+    with pytest.raises(RolloutPipelineError, match="(?s)Traceback.*ValueError: the env server is gone") as caught:
+        pipeline.take(["b"], 1)
+    assert isinstance(caught.value.__cause__, ValueError)
+    pipeline.close()
+
+
+def test_close_does_not_wait_for_a_rollout_that_never_ends():
+    release = threading.Event()
+    pipeline = RolloutPipeline(lambda seeds: release.wait(), iter([["a"], ["b"]]), max_staleness=1)
+    pipeline._fill(0)  # queue the batches as the first take would, without waiting for them
+    time.sleep(0.1)
+    start = time.perf_counter()
+    pipeline.close()
+    assert time.perf_counter() - start < 2.0
+    release.set()
+
+
+# -- with a real GRPOTrainer ------------------------------------------------------------------------------------
+
+
+class Recorder:
+    """A reward function that records what each step was given (extra keys reach reward functions)."""
+
+    __name__ = "recorder"
+
+    def __init__(self, trainer_box):
+        self.box, self.calls = trainer_box, []
+
+    def __call__(self, prompts, completions, completion_ids, policy_version, env_reward, **kwargs):
+        step = self.box[0].state.global_step
+        self.calls.append((step, list(prompts), [list(ids) for ids in completion_ids], list(policy_version)))
+        return [float(sum(ids) % 7) for ids in completion_ids]  # varies within a group: the weights do change
+
+
+def train(model, tokenizer, tmp_path, *, max_staleness, steps=3, generator=None, trainer_class=TurnLevelGRPOTrainer):
+    box: list = []
+    recorder = Recorder(box)
+    rollout_func = make_rollout_func(
+        Counting, max_turns=3, max_turn_tokens=6, max_staleness=max_staleness, generator=generator
+    )
+    extra = {"advantage_mode": "episode"} if trainer_class is TurnLevelGRPOTrainer else {}
+    trainer = trainer_class(
+        **extra,
+        model=copy.deepcopy(model),
+        processing_class=tokenizer,
+        reward_funcs=[recorder],
+        args=GRPOConfig(
+            output_dir=str(tmp_path),
+            per_device_train_batch_size=4,
+            num_generations=4,
+            max_completion_length=48,
+            max_steps=steps,
+            learning_rate=1e-2,
+            logging_steps=1,
+            report_to="none",
+            use_cpu=True,
+            save_strategy="no",
+            bf16=False,
+            seed=0,
+        ),
+        train_dataset=Dataset.from_dict({"prompt": [f"seed-{i}" for i in range(32)]}),
+        rollout_func=rollout_func,
+    )
+    box.append(trainer)
+    trainer.train()
+    return trainer, recorder.calls
+
+
+def test_staleness_one_trains_the_same_batches_as_staleness_zero(qwen3_tokenizer, tiny_qwen3, tmp_path):
+    """With a generator whose tokens depend only on the context, pipelining changes when episodes are played,
+    never which prompts a step trains on or their tokens."""
+    turn_end = qwen3_tokenizer.convert_tokens_to_ids("<|im_end|>")
+    runs = {}
+    for staleness in (0, 1):
+        generator = ContextHashGenerator(range(1000, 1100), stop_id=turn_end, stop_prob=0.3)
+        _, runs[staleness] = train(
+            tiny_qwen3, qwen3_tokenizer, tmp_path / str(staleness), max_staleness=staleness, generator=generator
+        )
+    assert [(c[1], c[2]) for c in runs[0]] == [(c[1], c[2]) for c in runs[1]]
+    assert [c[3] for c in runs[0]] == [[step] * 4 for step in range(3)]  # on-policy: sampled by the step's policy
+    assert [c[3] for c in runs[1]] == [[0] * 4, [0] * 4, [1] * 4]  # one step ahead once the pipeline runs
+
+
+def test_pipelined_training_samples_with_the_published_policy(qwen3_tokenizer, tiny_qwen3, tmp_path):
+    trainer, calls = train(tiny_qwen3, qwen3_tokenizer, tmp_path, max_staleness=1, steps=4)
+    staleness = [step - versions[0] for step, _, _, versions in calls]
+    assert staleness == [0, 1, 1, 1]
+    logs = [h for h in trainer.state.log_history if "pipeline/staleness" in h]
+    assert [h["pipeline/staleness"] for h in logs] == staleness
+    for key in ("sampling/importance_sampling_ratio/mean", "sampling/is_clipped_fraction"):
+        assert all(key in h for h in logs)
+    assert all("pipeline/generator_busy_fraction" in h for h in logs[1:])
+    # the snapshot followed the trainer: it was refreshed from the published weights, which training changed
+    pipeline = next(cb.pipeline for cb in trainer.callback_handler.callbacks if isinstance(cb, PublishPolicy))
+    assert pipeline.snapshot.version >= 2
+    name = next(n for n, p in tiny_qwen3.named_parameters() if p.requires_grad)
+    assert not pipeline.snapshot.model.get_parameter(name).equal(tiny_qwen3.get_parameter(name))
+
+
+def test_a_trainer_that_cannot_correct_the_loss_is_refused(qwen3_tokenizer, tiny_qwen3, tmp_path):
+    with pytest.raises(ConfigError, match="TurnLevelGRPOTrainer"):
+        train(tiny_qwen3, qwen3_tokenizer, tmp_path, max_staleness=1, steps=1, trainer_class=GRPOTrainer)
+
+
+def test_max_staleness_must_be_a_whole_number():
+    with pytest.raises(ConfigError, match="max_staleness"):
+        make_rollout_func(Counting, max_staleness=-1)
+    with pytest.raises(ConfigError, match="max_staleness"):
+        make_rollout_func(Counting, max_staleness=1.5)
