@@ -74,6 +74,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--gamma", type=float, default=1.0, help="discount of later turns (turn, anchor)")
     parser.add_argument(
+        "--max-staleness",
+        type=int,
+        default=0,
+        help="pipelined rollouts: play the next N steps' episodes while a step trains, with a policy at most N "
+        "optimizer steps old, importance-sampling corrected (default 0: every step waits for its own episodes)",
+    )
+    parser.add_argument(
         "--transcripts-every",
         type=int,
         default=None,
@@ -116,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         rollout=config,
         advantage=args.advantage,
         gamma=args.gamma,
+        max_staleness=args.max_staleness,
         transcripts_every=args.transcripts_every,
         transcripts_per_step=args.transcripts_per_step or None,
     )

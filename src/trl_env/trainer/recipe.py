@@ -50,6 +50,7 @@ class TrainSettings:
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     advantage: str = "episode"  # "episode" (plain GRPO), "turn", "anchor" or "tree": see trl_env.trainer.advantages
     gamma: float = 1.0  # discount of later turns' rewards in the turn-level modes
+    max_staleness: int = 0  # pipelined rollouts up to N optimizer steps ahead: see trl_env.trainer.pipeline
     transcripts_every: int | None = None  # record every N-th step's episodes (trl-env view)
     transcripts_per_step: int | None = 4
     extra_args: dict[str, Any] = field(default_factory=dict)
@@ -166,6 +167,7 @@ def build_trainer(
         config=settings.rollout,
         transcripts_every=settings.transcripts_every,
         transcripts_per_step=settings.transcripts_per_step,
+        max_staleness=settings.max_staleness,
     )
     all_callbacks = list(callbacks)
     if settings.max_minutes is not None:
@@ -173,7 +175,7 @@ def build_trainer(
     check_tree_credit(settings.rollout.tree, settings.advantage, settings.num_generations)  # now, not at step 1
     trainer_class: Any = GRPOTrainer
     extra: dict[str, Any] = {}
-    if settings.advantage != "episode":
+    if settings.advantage != "episode" or settings.max_staleness > 0:  # it also corrects pipelined batches
         from trl_env.trainer.turn_level_grpo import TurnLevelGRPOTrainer
 
         trainer_class, extra = TurnLevelGRPOTrainer, {"advantage_mode": settings.advantage, "gamma": settings.gamma}
