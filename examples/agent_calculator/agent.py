@@ -19,6 +19,8 @@ import json
 import re
 from typing import Any
 
+from openai import OpenAI  # at the top: the env pool's workers import it before any deadline starts
+
 
 def _tool(name: str, description: str, **parameters: str) -> dict[str, Any]:
     properties = {key: {"type": "integer", "description": text} for key, text in parameters.items()}
@@ -70,8 +72,6 @@ def solve(endpoint: Any, task: str, max_steps: int = 4) -> float:
     Returns:
         1.0 when ``answer`` was called with the right value, else 0.0.
     """
-    from openai import OpenAI
-
     client = OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key, max_retries=0)
     messages: list[dict[str, Any]] = [{"role": "user", "content": task + " Use the tools, then call answer()."}]
     for _ in range(max_steps):

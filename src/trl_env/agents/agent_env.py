@@ -142,12 +142,14 @@ class AgentEnv:
         self._events: queue.Queue = queue.Queue()
         self._conversation: list[dict[str, Any]] = []
         self._model, self._answers, self._requests, self._metrics = "", 0, 0, {}
+        self._stop: tuple[str, ...] = ()
+        self._stops_sampled = 0
 
     def reset(self, seed: str) -> tuple[AgentEnv, str]:
         """Start the episode's endpoint and agent; return at its first request (its user message is the delta)."""
         self.close()
         self.reward, self.alive, self.tool_results, self._answers, self._requests = 0.0, True, (), 0, 0
-        self._events, self._metrics = queue.Queue(), {}
+        self._events, self._metrics, self._stops_sampled = queue.Queue(), {}, 0
         api_key = "trl-env-" + secrets.token_hex(8)
         self._server = EpisodeServer(self._events, api_key)
         endpoint = Endpoint(self._server.base_url, api_key)
@@ -161,7 +163,7 @@ class AgentEnv:
             )
         request = pending.request
         self.system_prompt, delta = first_turn(request.messages)
-        self.tools, self._model = request.tools, request.model
+        self.tools, self._model, self._stop = request.tools, request.model, request.stop
         self._conversation = list(request.messages)
         return self, delta
 
@@ -177,6 +179,7 @@ class AgentEnv:
                 {"name": c.name, "arguments": c.arguments, "id": t["id"]}
                 for c, t in zip(calls, message["tool_calls"], strict=True)
             ]
+        self._stops_sampled += any(stop in action for stop in self._stop)
         self._server.answer(200, body)
         self._answers += 1
         self._conversation.append(answer)
@@ -192,7 +195,7 @@ class AgentEnv:
         if request.tools != self.tools:
             raise HistoryError("the agent's request changed its tools: the prompt declared the first request's tools")
         self.tool_results, delta = env_turn(added_messages(self._conversation, request.messages), answer)
-        self._conversation = list(request.messages)
+        self._conversation, self._stop = list(request.messages), request.stop
         return self, delta
 
     def _run(self, endpoint: Endpoint, task: str) -> None:
@@ -220,9 +223,14 @@ class AgentEnv:
             return None
 
     def metrics(self) -> dict[str, float]:
-        """The agent's requests (answered and refused), then the metrics the agent returned."""
+        """The agent's requests (answered, refused), answers holding a stop sequence, then the agent's metrics."""
         refused = len(self._server.refused) if self._server is not None else 0
-        return {"agent_requests": float(self._requests), "agent_refused_requests": float(refused), **self._metrics}
+        return {
+            "agent_requests": float(self._requests),
+            "agent_refused_requests": float(refused),
+            "agent_stop_sequences_sampled": float(self._stops_sampled),
+            **self._metrics,
+        }
 
     def close(self) -> None:
         """Refuse the agent's requests, stop the endpoint and wait up to ``close_timeout`` s for the agent to return."""

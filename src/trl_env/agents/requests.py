@@ -7,8 +7,10 @@ Honoured: ``messages`` (``system``, ``user``, ``assistant``, ``tool``; text cont
 ``tools`` (``function`` tools), ``model`` (any name). Accepted, not enforced (the rollout's settings rule the
 sampling, so that the trained logprobs are the policy's): ``temperature``, ``top_p``, ``max_tokens``,
 ``max_completion_tokens`` (the rollout's ``max_turn_tokens`` bounds a turn), ``tool_choice`` ``"auto"``,
-``"none"`` and ``"required"``, ``parallel_tool_calls``. Refused: ``n`` > 1, ``stream``, ``stop``, a named
-``tool_choice``, ``logprobs``, a non-text ``response_format``, and any other role or content part.
+``"none"`` and ``"required"``, ``parallel_tool_calls``, and ``stop`` (the end-of-turn token ends a turn; an answer
+is never cut at a stop sequence, since the agent must see what is trained: ``agent_env`` counts the answers that
+hold one in its ``agent_stop_sequences_sampled`` metric). Refused: ``n`` > 1, ``stream``, a named ``tool_choice``,
+``logprobs``, a non-text ``response_format``, and any other role or content part.
 
 Example:
     >>> request = read_request({"model": "m", "messages": [{"role": "user", "content": "Hi"}]})
@@ -50,11 +52,13 @@ class ChatRequest:
         messages: ``{"role", "content"}`` dicts; an assistant's ``tool_calls`` as ``[{"name", "arguments"}]``
             with ``arguments`` a dict; a tool message's ``name`` and ``tool_call_id`` when given.
         tools: the request's tools as JSON schemas (``{"type": "function", "function": {...}}``).
+        stop: the request's stop sequences (accepted, not applied).
     """
 
     model: str
     messages: tuple[dict[str, Any], ...]
     tools: tuple[dict[str, Any], ...]
+    stop: tuple[str, ...] = ()
 
 
 def _text(content: Any, field: str) -> str:
@@ -133,8 +137,6 @@ def _refuse_unsupported(body: dict[str, Any]) -> None:
         raise RequestError("n", f"only n=1 is supported (one sampled answer per model turn), got {body['n']!r}")
     if body.get("stream"):
         raise RequestError("stream", "streaming is not supported: send stream=false (the default)")
-    if body.get("stop"):
-        raise RequestError("stop", "stop sequences are not supported: the rollout's end-of-turn token ends a turn")
     if body.get("logprobs") or body.get("top_logprobs"):
         raise RequestError("logprobs", "logprobs are not served: trl-env keeps the sampled logprobs for training")
     choice = body.get("tool_choice")
@@ -174,8 +176,12 @@ def read_request(body: Any) -> ChatRequest:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise RequestError("messages", "expected a non-empty list of messages")
-    model = body.get("model", "")
-    return ChatRequest(str(model), tuple(_message(m, i) for i, m in enumerate(messages)), _tools(body.get("tools")))
+    stop = body.get("stop") or ()
+    stop = (stop,) if isinstance(stop, str) else stop
+    if not (isinstance(stop, list | tuple) and all(isinstance(s, str) for s in stop)):
+        raise RequestError("stop", f"expected a string or a list of strings, got {stop!r:.80}")
+    messages_read = tuple(_message(m, i) for i, m in enumerate(messages))
+    return ChatRequest(str(body.get("model", "")), messages_read, _tools(body.get("tools")), tuple(stop))
 
 
 def response_body(model: str, text: str, calls: list[ToolCall], number: int) -> dict[str, Any]:

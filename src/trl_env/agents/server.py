@@ -150,18 +150,20 @@ class EpisodeServer:
         self.events.put(("request", pending))
         return pending.wait()
 
-    def answer(self, status: int, body: dict[str, Any]) -> None:
-        """Answer the request in wait (if any); the next one may come."""
+    def answer(self, status: int, body: dict[str, Any]) -> bool:
+        """Answer the request in wait (if any; returns whether there was one); the next one may come."""
         with self._lock:
             pending, self._pending = self._pending, None
         if pending is not None:
             pending.answer(status, body)
+        return pending is not None
 
     def refuse_all(self, reason: str) -> None:
         """From now on answer every request, the one in wait included, with an error saying ``reason``."""
         with self._lock:
             self._refusal = reason
-        self.answer(400, error_body(reason, kind="episode_over"))
+        if self.answer(400, error_body(reason, kind="episode_over")):
+            self.refused.append(reason)
 
     def close(self, reason: str) -> None:
         """Refuse every request (``reason``) and stop the server; the requests in flight get their answer first."""
