@@ -94,12 +94,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send(404, error_body(f"no route {self.path}: use POST /v1/chat/completions", kind="not_found"))
             return
-        try:
-            body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            self._send(400, error_body(f"body: not JSON ({error})", "body"))
-            return
-        self._send(*self.server.episode.handle(body))
+        self._send(*self.server.episode.handle(raw))
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -131,9 +126,13 @@ class EpisodeServer:
         """``http://127.0.0.1:PORT/v1``, what OpenAI clients take as ``base_url``."""
         return f"http://127.0.0.1:{self._http.server_address[1]}/v1"
 
-    def handle(self, body: Any) -> tuple[int, dict[str, Any]]:
-        """Validate a request, hand it to the env and wait for its answer (or refuse it at once)."""
+    def handle(self, raw: bytes) -> tuple[int, dict[str, Any]]:
+        """Validate a request body, hand it to the env and wait for its answer (or refuse it at once)."""
         try:
+            try:
+                body = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError) as error:
+                raise RequestError("body", f"not JSON ({error})") from None
             request = read_request(body)
         except RequestError as error:
             self.refused.append(str(error))
