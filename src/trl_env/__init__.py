@@ -38,6 +38,7 @@ _LAZY = {
     "evaluate": "trl_env.evaluation",
     "check_env": "trl_env.checks.env",
     "TrlEnvError": "trl_env.errors",
+    "agent_env": "trl_env.agents.agent_env",
 }
 
 __all__ = ["Action", "Delta", "Env", "Language", "Processor", "Seed", *_LAZY]
@@ -57,6 +58,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from trl_env.agents.agent_env import agent_env
     from trl_env.chat.chunked_processor import ChunkedProcessor
     from trl_env.chat.chunks import ChatChunks
     from trl_env.chat.presets import preset

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import queue
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -63,6 +64,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
         pass  # one line per request on stderr would drown the training logs
+
+    def setup(self) -> None:
+        super().setup()
+        # small writes on a kept-alive connection otherwise wait for the peer's delayed ACK (~40 ms per request)
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def _send(self, status: int, body: dict[str, Any]) -> None:
         data = json.dumps(body).encode()
