@@ -5,10 +5,10 @@
    requests. A generator writes the same tool call at every turn, instantly, so the difference is trl-env's and
    the agent's own work. Per-turn cost is the slope between rollouts of 1 and ``--turns`` turns (process workers,
    one episode), which leaves out the pool's start; the completion tokens of both runs must be identical.
-2. 64 episodes of the agent at once (64 endpoints, 64 agent threads, in the pool's worker processes): errors
-   (must be 0) and wall time.
+2. 64 episodes of the agent at once (64 endpoints, 64 agent threads, in 64 worker processes): errors (must be 0)
+   and wall time, next to 64 episodes of the plain Env (the difference is mostly each worker importing openai).
 
-Run: python benchmarks/agent_endpoint.py [--turns 21] [--agents 64]
+Run: python benchmarks/agent_endpoint.py [--turns 101] [--agents 64] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def timed(factory: Any, seeds: list[str], generator: Any, processor: Any, turns:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=21)
+    parser.add_argument("--turns", type=int, default=101)
     parser.add_argument("--agents", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
@@ -115,9 +115,13 @@ def main() -> None:
     print(f"added by the endpoint: {(per_turn['agent_env'] - per_turn['plain Env']) * 1e3:.2f} ms per turn")
     print(f"tokens identical to the plain Env's: {tokens['agent_env'] == tokens['plain Env']}")
 
+    plain_seconds, _ = timed(plain_env, ["4"] * args.agents, generator, processor, 4)
     seconds, episodes = timed(agent, ["4"] * args.agents, generator, processor, 4)
     errors = [e.error for e in episodes if e.error]
-    print(f"{args.agents} concurrent agents x 4 turns: {seconds:.2f} s, {len(errors)} errors {errors[:1]}")
+    print(
+        f"{args.agents} concurrent agents x 4 turns: {seconds:.2f} s "
+        f"({args.agents} plain Envs: {plain_seconds:.2f} s), {len(errors)} errors {errors[:1]}"
+    )
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ Nothing in it knows about trl-env: it is the agent as one would deploy it, given
 with :func:`trl_env.agents.agent_env`: each ``chat.completions.create`` call is one model turn of the episode::
 
     make_rollout_func(agent_env("examples.agent_calculator:solve", max_turns=4), max_turns=4)
-    trl-env train --agent examples.agent_calculator:solve --agent-max-turns 4 --seeds-file questions.txt ...
+    trl-env check-env trl_env.agents:agent_env --env-kwargs '{"agent": "examples.agent_calculator:solve"}'
 
 Example:
     >>> [tool["function"]["name"] for tool in TOOLS]
