@@ -6,6 +6,9 @@ agents run unchanged in the env pool's worker processes and reach it through the
 
 from __future__ import annotations
 
+import threading
+import time
+
 import torch
 
 from examples.agent_calculator import TOOLS
@@ -80,3 +83,12 @@ def test_the_agents_system_message_and_conversation_are_the_episodes(qwen3_token
         {"name": "multiply", "arguments": '{"a": 6, "b": 7}'}
     ] * 3
     assert [m["content"] for m in conversation if m["role"] == "tool"] == ["42", "42"]
+
+    # nothing outlives the episode: the agent, its server and the server's connection threads have ended
+    def left() -> list[str]:
+        return [t.name for t in threading.enumerate() if "trl-env-agent" in t.name or "process_request" in t.name]
+
+    deadline = time.monotonic() + 5
+    while left() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not left()

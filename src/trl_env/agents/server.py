@@ -69,6 +69,11 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
         # small writes on a kept-alive connection otherwise wait for the peer's delayed ACK (~40 ms per request)
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.server.episode.connections.add(self.connection)
+
+    def finish(self) -> None:
+        super().finish()
+        self.server.episode.connections.discard(self.connection)
 
     def _send(self, status: int, body: dict[str, Any]) -> None:
         data = json.dumps(body).encode()
@@ -119,6 +124,7 @@ class EpisodeServer:
     def __init__(self, events: queue.Queue, api_key: str) -> None:
         self.events, self.api_key = events, api_key
         self.refused: list[str] = []  # every refused request's reason, for the episode's error message
+        self.connections: set[socket.socket] = set()  # kept-alive client connections, each held by a handler thread
         self._lock = threading.Lock()
         self._pending: PendingRequest | None = None
         self._refusal: str | None = None
@@ -171,8 +177,13 @@ class EpisodeServer:
             self.refused.append(reason)
 
     def close(self, reason: str) -> None:
-        """Refuse every request (``reason``) and stop the server; the requests in flight get their answer first."""
+        """Refuse every request (``reason``), stop the server and end its open connections (and their threads)."""
         self.refuse_all(reason)
         self._http.shutdown()
         self._http.server_close()
         self._thread.join()
+        for connection in list(self.connections):  # a client keeping its connection open holds a handler thread
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed by the client
