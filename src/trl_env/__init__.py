@@ -39,6 +39,7 @@ _LAZY = {
     "evaluate": "trl_env.evaluation",
     "check_env": "trl_env.checks.env",
     "TrlEnvError": "trl_env.errors",
+    "agent_env": "trl_env.agents.agent_env",
 }
 
 __all__ = ["Action", "Delta", "Env", "Language", "Processor", "Seed", *_LAZY]
@@ -58,6 +59,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from trl_env.agents.agent_env import agent_env
     from trl_env.chat.chunked_processor import ChunkedProcessor
     from trl_env.chat.chunks import ChatChunks
     from trl_env.chat.presets import preset

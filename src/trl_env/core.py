@@ -18,6 +18,7 @@ protocol                  what the engine does with it
 :class:`Closable`         an env whose ``close()`` is called when its episode ends
 :class:`UsesTools`        an env whose actions are tool calls: its tools go into the prompt as the
                           chat template renders them, its results come back as ``tool`` messages
+:class:`SetsSystemPrompt` an env whose episode has its own system prompt (read after ``reset``)
 :class:`Forkable`         an env that makes its own independent copy for tree rollouts (otherwise
                           ``copy.deepcopy``, see :func:`trl_env.envpool.forking.fork_env`)
 :class:`CollectiveGenerator`  a generator whose calls are collective across processes
@@ -189,6 +190,14 @@ class UsesTools(Protocol):
 
     tools: Sequence[Any]
     tool_results: Sequence[ToolResult]
+
+
+@runtime_checkable
+class SetsSystemPrompt(Protocol):
+    """An env that sets its episode's system prompt: ``system_prompt`` is read once after ``reset`` and replaces
+    ``RolloutConfig.system_prompt`` for that episode (an agent's own system message, see :mod:`trl_env.agents`)."""
+
+    system_prompt: str
 
 
 @runtime_checkable

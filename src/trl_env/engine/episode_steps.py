@@ -127,7 +127,8 @@ class EpisodeSteps:
             self.fail(episode, slot, reply, turn=0, root=root)
             return None
         delta = self.encoder.truncate(reply.delta, config.max_env_tokens)
-        prompt_ids, prompt_text = self.encoder.prompt(config.system_prompt, delta, reply.tools)
+        system_prompt = config.system_prompt if reply.system_prompt is None else reply.system_prompt
+        prompt_ids, prompt_text = self.encoder.prompt(system_prompt, delta, reply.tools)
         episode = Episode(seed=seed, prompt_ids=prompt_ids, prompt_text=prompt_text, reward=reply.reward)
         return LiveEpisode(slot, episode, root)
 

@@ -43,6 +43,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import signal
@@ -50,7 +51,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from trl_env.core import Closable, ReportsMetrics, ToolResult, UsesTools
+from trl_env.core import Closable, ReportsMetrics, SetsSystemPrompt, ToolResult, UsesTools
 from trl_env.envpool.forking import ForkError, fork_bytes, fork_env
 from trl_env.envpool.replies import ContractBreach, EnvFault, EnvReply, Forked, Outcome, Released
 from trl_env.envpool.values import check_metrics, describe, to_alive, to_reward, to_text
@@ -172,9 +173,16 @@ class EnvHost:
             return ContractBreach(f"{name.replace('.reward', '.alive')} is {raw_alive!r}, expected a bool")
         self.env = new_env
         delta = to_text(delta)  # the tokenizer refuses lone surrogates: the whole rollout would stop there
+        system_prompt = None
+        if method == "reset" and isinstance(new_env, SetsSystemPrompt):
+            system_prompt = new_env.system_prompt
+            if not isinstance(system_prompt, str):
+                return ContractBreach(f"{where}: system_prompt is {type(system_prompt).__name__}, expected str")
+            system_prompt = to_text(system_prompt)
         if isinstance(new_env, UsesTools):
-            return self._tool_reply(new_env, method, where, (delta, reward, alive))
-        return EnvReply(delta, reward, alive)
+            reply = self._tool_reply(new_env, method, where, (delta, reward, alive))
+            return dataclasses.replace(reply, system_prompt=system_prompt) if isinstance(reply, EnvReply) else reply
+        return EnvReply(delta, reward, alive, system_prompt=system_prompt)
 
     def _tool_reply(self, env: UsesTools, method: str, where: str, reply: tuple[str, float, bool]) -> Outcome:
         """A tool env's reply: its tools as JSON schemas after ``reset``, its tool results after ``step``."""

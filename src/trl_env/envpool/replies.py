@@ -34,6 +34,8 @@ class EnvReply:
             (converted in the worker: env objects and their methods never leave it).
         tool_results: after ``step`` of such an env, one result per tool call of the turn; the engine
             renders them as ``tool`` messages instead of a user message.
+        system_prompt: after ``reset`` of a :class:`~trl_env.core.SetsSystemPrompt` env, its episode's system
+            prompt (None: the rollout's).
     """
 
     delta: str
@@ -42,6 +44,7 @@ class EnvReply:
     # left out of the repr: a plain env's replies read as before, and schemas are long
     tools: tuple[dict[str, Any], ...] = field(default=(), repr=False)
     tool_results: tuple[ToolResult, ...] = field(default=(), repr=False)
+    system_prompt: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
