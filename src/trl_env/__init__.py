@@ -35,6 +35,7 @@ _LAZY = {
     "make_rollout_func": "trl_env.trainer.rollout_func",
     "env_reward": "trl_env.trainer.rollout_func",
     "EnvRolloutWorker": "trl_env.trainer.async_worker",
+    "TurnLevelGRPOTrainer": "trl_env.trainer.turn_level_grpo",
     "NonAdditiveProcessorError": "trl_env.trainer.rollout_func",
     "evaluate": "trl_env.evaluation",
     "check_env": "trl_env.checks.env",
@@ -76,3 +77,4 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from trl_env.generation.transformers_generator import TransformersGenerator
     from trl_env.trainer.async_worker import EnvRolloutWorker
     from trl_env.trainer.rollout_func import NonAdditiveProcessorError, env_reward, make_rollout_func
+    from trl_env.trainer.turn_level_grpo import TurnLevelGRPOTrainer

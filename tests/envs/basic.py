@@ -216,3 +216,11 @@ class EchoesLoneSurrogates(Counting):
     def step(self, action):
         env, delta = super().step(action)
         return env, delta + " \udfff end"
+
+
+class SlowCounting(Counting):
+    """Counting whose steps after the first rollout take 2 s: a background rollout is under way when interrupted."""
+
+    def step(self, action):
+        time.sleep(2.0)
+        return super().step(action)

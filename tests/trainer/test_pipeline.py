@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import copy
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from datasets import Dataset
+from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from tests.envs.basic import Counting
@@ -118,7 +124,27 @@ class Recorder:
         return [float(sum(ids) % 7) for ids in completion_ids]  # varies within a group: the weights do change
 
 
-def train(model, tokenizer, tmp_path, *, max_staleness, steps=3, generator=None, trainer_class=TurnLevelGRPOTrainer):
+class StopAt(TrainerCallback):
+    def __init__(self, step):
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):
+        control.should_training_stop = state.global_step >= self.step
+
+
+def train(
+    model,
+    tokenizer,
+    tmp_path,
+    *,
+    max_staleness,
+    steps=3,
+    generator=None,
+    trainer_class=TurnLevelGRPOTrainer,
+    callbacks=(),
+    resume=None,
+    **config,
+):
     box: list = []
     recorder = Recorder(box)
     rollout_func = make_rollout_func(
@@ -140,15 +166,16 @@ def train(model, tokenizer, tmp_path, *, max_staleness, steps=3, generator=None,
             logging_steps=1,
             report_to="none",
             use_cpu=True,
-            save_strategy="no",
             bf16=False,
             seed=0,
+            **{"save_strategy": "no", **config},
         ),
         train_dataset=Dataset.from_dict({"prompt": [f"seed-{i}" for i in range(32)]}),
         rollout_func=rollout_func,
+        callbacks=list(callbacks),
     )
     box.append(trainer)
-    trainer.train()
+    trainer.train(resume_from_checkpoint=resume)
     return trainer, recorder.calls
 
 
@@ -193,3 +220,62 @@ def test_max_staleness_must_be_a_whole_number():
         make_rollout_func(Counting, max_staleness=-1)
     with pytest.raises(ConfigError, match="max_staleness"):
         make_rollout_func(Counting, max_staleness=1.5)
+
+
+def test_ctrl_c_stops_pipelined_training_promptly(tmp_path, qwen3_tokenizer):
+    """SIGINT while the background plays a rollout (its env calls take 2 s): the process exits within seconds."""
+    script = Path(__file__).parent / "pipelined_script.py"
+    env = dict(os.environ, TRL_EXPERIMENTAL_SILENCE="1", HF_HUB_OFFLINE="1")
+    run = subprocess.Popen([sys.executable, str(script), str(tmp_path)], env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    try:
+        while not (tmp_path / "step-1").exists():
+            assert run.poll() is None, run.stderr.read()[-2000:]
+            assert time.monotonic() < deadline, "no step within the time limit"
+            time.sleep(0.2)
+        time.sleep(1.0)  # the background is inside the next batches' env calls
+        interrupted = time.monotonic()
+        run.send_signal(signal.SIGINT)
+        run.wait(timeout=30)
+        took = time.monotonic() - interrupted
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode != 0 and "KeyboardInterrupt" in run.stderr.read()
+    assert took < 15, f"the process took {took:.1f} s to exit after Ctrl-C"
+
+
+def test_a_resumed_run_restarts_the_pipeline_on_the_prompts_trl_resumes_with(qwen3_tokenizer, tiny_qwen3, tmp_path):
+    """The twin dataloader starts from the beginning; TRL resumes mid-epoch: the pipeline re-aligns on TRL's prompts."""
+    turn_end = qwen3_tokenizer.convert_tokens_to_ids("<|im_end|>")
+
+    def generator():
+        return ContextHashGenerator(range(1000, 1100), stop_id=turn_end, stop_prob=0.3)
+
+    _, reference = train(tiny_qwen3, qwen3_tokenizer, tmp_path / "ref", max_staleness=1, steps=4, generator=generator())
+    first = tmp_path / "first"
+    train(
+        tiny_qwen3,
+        qwen3_tokenizer,
+        first,
+        max_staleness=1,
+        steps=4,
+        generator=generator(),
+        callbacks=[StopAt(2)],
+        save_strategy="steps",
+        save_steps=1,
+    )
+    trainer, resumed = train(
+        tiny_qwen3,
+        qwen3_tokenizer,
+        first,
+        max_staleness=1,
+        steps=4,
+        generator=generator(),
+        resume=str(first / "checkpoint-2"),
+    )
+    assert [(c[0], c[1], c[2]) for c in resumed] == [(c[0], c[1], c[2]) for c in reference[2:]]
+    assert all(0 <= step - versions[0] <= 1 for step, _, _, versions in resumed)
+    replayed = [h["pipeline/replayed"] for h in trainer.state.log_history if "pipeline/replayed" in h]
+    assert replayed[-1] == 1  # the first batch after the resume, once; then it looks ahead again
