@@ -33,7 +33,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def launch(launcher: str, model_dir: Path, out: Path, **env: str) -> tuple[int, list[dict], str]:
+def launch(launcher: str, model_dir: Path, out: Path, *args: str, **env: str) -> tuple[int, list[dict], str]:
     """Run the two-process script; returns the launcher's exit code, each rank's summary, and the log."""
     port = str(free_port())
     commands = {
@@ -43,7 +43,7 @@ def launch(launcher: str, model_dir: Path, out: Path, **env: str) -> tuple[int, 
             *("--main_process_port", port),
         ],
     }
-    command = [*commands[launcher], str(SCRIPT), "--model-dir", str(model_dir), "--out", str(out)]
+    command = [*commands[launcher], str(SCRIPT), "--model-dir", str(model_dir), "--out", str(out), *args]
     clean = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT")}
     paths = os.pathsep.join([str(ROOT / "src"), str(ROOT), clean.get("PYTHONPATH", "")])
     environment = {**clean, "PYTHONPATH": paths, "HF_HUB_OFFLINE": "1", "TRL_EXPERIMENTAL_SILENCE": "1", **env}
@@ -121,3 +121,19 @@ def test_every_process_stops_at_the_same_step_when_every_env_fails(tiny_model_di
     for summary in summaries:
         assert summary["error"].startswith("EnvFailuresError: every episode of this step failed (16 of 16)"), log
         assert "cannot start" in summary["error"] and summary["global_step"] == 0
+
+
+def test_each_process_runs_its_own_pipeline_and_they_stay_matched(tiny_model_dir, tmp_path):
+    """Pipelined rollouts (max_staleness=1) under two processes: each plays its share one step ahead, and the
+    collectives of the metrics, the failure check and the importance-sampling correction stay matched."""
+    code, summaries, log = launch("torchrun", tiny_model_dir, tmp_path, "--steps", "3", "--max-staleness", "1")
+    assert code == 0, log
+    assert all("error" not in s and s["global_step"] == 3 for s in summaries), log
+    for summary in summaries:
+        versions = [set(r["policy_version"]) for r in summary["rollouts"]]
+        assert versions == [{0}, {0}, {1}], versions  # one step ahead once running
+    rank0, rank1 = summaries
+    assert [r["seeds"] for r in rank0["rollouts"]] != [r["seeds"] for r in rank1["rollouts"]]  # each its own share
+    assert env_logs(rank0) == env_logs(rank1), "every process logs the same figures"
+    staleness = [e["pipeline/staleness"] for e in rank0["logs"] if "pipeline/staleness" in e]
+    assert staleness == [0.0, 1.0, 1.0]

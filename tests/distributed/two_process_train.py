@@ -24,6 +24,7 @@ def main() -> None:
     parser.add_argument("--model-dir", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--max-staleness", type=int, default=0)
     args = parser.parse_args()
     sys.path[:0] = [str(ROOT), str(ROOT / "src")]  # env workers import tests.distributed.rank_envs
 
@@ -35,10 +36,16 @@ def main() -> None:
     from trl import GRPOConfig, GRPOTrainer
 
     from tests.distributed.rank_envs import RankedEnv, rank
-    from trl_env import env_reward, make_rollout_func
+    from trl_env import TurnLevelGRPOTrainer, env_reward, make_rollout_func
 
     inner = make_rollout_func(
-        RankedEnv, max_turns=4, max_turn_tokens=4, env_isolation="process", transcripts_every=1, transcripts_per_step=1
+        RankedEnv,
+        max_turns=4,
+        max_turn_tokens=4,
+        env_isolation="process",
+        transcripts_every=1,
+        transcripts_per_step=1,
+        max_staleness=args.max_staleness,
     )
     # where wandb is installed, the transcript table of both processes goes to an offline run under OUT/wandb
     tables = importlib.util.find_spec("wandb") is not None
@@ -54,6 +61,7 @@ def main() -> None:
                 "num_turns": batch["num_turns"],
                 "failed": batch["failed"],
                 "env_reward": batch["env_reward"],
+                "policy_version": batch["policy_version"],
             }
         )
         return batch
@@ -76,7 +84,9 @@ def main() -> None:
         shuffle_dataset=False,  # step 1 plays seeds 0-3, step 2 seeds 4-7; rank 1 gets the later two of each
         seed=0,
     )
-    trainer = GRPOTrainer(
+    pipelined = {"advantage_mode": "episode"} if args.max_staleness else {}  # the trainer that corrects the loss
+    trainer = (TurnLevelGRPOTrainer if args.max_staleness else GRPOTrainer)(
+        **pipelined,
         model=model,
         processing_class=tokenizer,
         reward_funcs=env_reward,

@@ -32,7 +32,10 @@ from trl_env.trainer.trl_compat import log_metric, uses_vllm
 
 
 def check_pipelined_trainer(trainer: Any, max_staleness: int) -> None:
-    """Refuse a trainer that cannot train pipelined samples correctly.
+    """Refuse a trainer that cannot train pipelined samples correctly; tell one that can to correct them.
+
+    The flag is set on every process at its first rollout, so each corrects every batch and the collectives
+    of the correction stay matched.
 
     Raises:
         ConfigError: the trainer does not correct the loss for older policies, or generates with its own vLLM.
@@ -50,6 +53,7 @@ def check_pipelined_trainer(trainer: Any, max_staleness: int) -> None:
             "trl_env.TurnLevelGRPOTrainer (advantage_mode='episode' is plain GRPO), which applies TRL's importance "
             "sampling correction to any generator"
         )
+    trainer.samples_off_policy = True
 
 
 class PublishPolicy(TrainerCallback):

@@ -93,12 +93,13 @@ class TurnLevelGRPOTrainer(GRPOTrainer):
         return rewards_per_func
 
     corrects_off_policy = True  # pipelined rollouts (make_rollout_func(max_staleness=N)) may train with it
+    samples_off_policy = False  # set by a pipelined rollout_func at its first call: correct every batch
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         output = super()._generate_and_score_completions(inputs)
         if self.advantage_mode != "episode":
             output["advantages"] = self._turn_advantages(output)
-        if getattr(self.rollout_func, "max_staleness", 0) > 0 and self.model.training:
+        if self.samples_off_policy and self.model.training:
             correct_off_policy(self, output)
         return output
 
