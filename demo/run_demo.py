@@ -154,6 +154,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="credit assignment (default: the demo's, see DemoPlan; episode is plain GRPO)",
     )
     parser.add_argument("--gamma", type=float, default=1.0, help="discount of later turns (turn and anchor modes)")
+    parser.add_argument("--max-steps", type=int, help="stop after N optimizer steps (default: --minutes decides)")
+    parser.add_argument(
+        "--max-staleness",
+        type=int,
+        default=0,
+        help="pipelined rollouts: play up to N steps ahead while a step trains (default 0, see docs/async.md)",
+    )
     parser.add_argument(
         "--tree",
         help="tree rollouts, e.g. '1,2x2' (fork after turns 1 and 2 into 2 branches each; needs --advantage tree)",
@@ -318,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     before = None if args.skip_before else run_eval(model, "before")
 
     settings = TrainSettings(
-        steps=plan.max_steps,
+        steps=args.max_steps or plan.max_steps,
         lr=plan.lr,
         num_generations=plan.num_generations,
         prompts_per_step=plan.prompts_per_step,
@@ -330,6 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         rollout=plan.rollout_config(args.tree),
         advantage=args.advantage,
         gamma=args.gamma,
+        max_staleness=args.max_staleness,
     )
     trainer = build_trainer(
         env_factory,
