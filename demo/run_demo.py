@@ -162,6 +162,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="pipelined rollouts: play up to N steps ahead while a step trains (default 0, see docs/async.md)",
     )
     parser.add_argument(
+        "--no-is-correction", action="store_true", help="pipelined batches trained without importance sampling"
+    )
+    parser.add_argument(
         "--tree",
         help="tree rollouts, e.g. '1,2x2' (fork after turns 1 and 2 into 2 branches each; needs --advantage tree)",
     )
@@ -338,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         advantage=args.advantage,
         gamma=args.gamma,
         max_staleness=args.max_staleness,
+        extra_args={"vllm_importance_sampling_correction": False} if args.no_is_correction else {},
     )
     trainer = build_trainer(
         env_factory,

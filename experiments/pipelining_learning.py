@@ -1,0 +1,110 @@
+"""Does pipelining hurt learning? The demo task, plain GRPO, ``max_staleness`` 0 vs 1 at equal steps.
+
+Each run is ``demo/run_demo.py`` (guess-the-number, SmolLM2-135M-Instruct + LoRA) with a fixed number of optimizer
+steps, one staleness and one training seed, evaluated on held-out episodes after training; ``--no-correction``
+adds the ablation (``max_staleness`` 1 without the importance-sampling correction). Runs go one at a time, each in
+its own process; a run whose ``summary.json`` exists is not run again.
+
+Usage (from the repository root)::
+
+    python experiments/pipelining_learning.py run --seeds 0 1 2 --steps 20
+    python experiments/pipelining_learning.py report
+
+Example:
+    >>> [name for name, _ in variants(no_correction=True)]
+    ['staleness 0', 'staleness 1', 'staleness 1, no IS correction']
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "outputs" / "experiments" / "pipelining"
+RESULT = ROOT / "experiments" / "out" / "pipelining_learning.json"
+
+
+def variants(no_correction: bool = False) -> list[tuple[str, list[str]]]:
+    """The compared settings and their demo flags."""
+    chosen = [("staleness 0", ["--max-staleness", "0"]), ("staleness 1", ["--max-staleness", "1"])]
+    if no_correction:
+        chosen.append(("staleness 1, no IS correction", ["--max-staleness", "1", "--no-is-correction"]))
+    return chosen
+
+
+def folder(name: str, seed: int) -> Path:
+    return RUNS / f"{name.replace(' ', '_').replace(',', '')}-seed{seed}"
+
+
+def run(seeds: list[int], steps: int, eval_episodes: int, no_correction: bool) -> None:
+    for seed in seeds:
+        for name, flags in variants(no_correction):
+            out = folder(name, seed)
+            if (out / "summary.json").exists():
+                continue
+            command = [
+                sys.executable,
+                str(ROOT / "demo" / "run_demo.py"),
+                "--seed",
+                str(seed),
+                "--max-steps",
+                str(steps),
+                "--minutes",
+                "600",
+                "--eval-episodes",
+                str(eval_episodes),
+                "--skip-before",
+                "--advantage",
+                "episode",
+                "--out-dir",
+                str(out),
+                *flags,
+            ]
+            print(" ".join(command), flush=True)
+            subprocess.run(command, check=True)
+
+
+def report() -> dict:
+    rows: dict[str, list[float]] = {}
+    for name, _ in variants(no_correction=True):
+        for path in sorted(RUNS.glob(f"{folder(name, 0).name.rsplit('-seed', 1)[0]}-seed*/summary.json")):
+            summary = json.loads(path.read_text())
+            rows.setdefault(name, []).append(summary["after"]["success_rate"])
+    table = {
+        name: {
+            "seeds": len(v),
+            "mean": statistics.mean(v),
+            "sd": statistics.stdev(v) if len(v) > 1 else None,
+            "runs": v,
+        }
+        for name, v in rows.items()
+    }
+    RESULT.parent.mkdir(parents=True, exist_ok=True)
+    RESULT.write_text(json.dumps(table, indent=1))
+    for name, row in table.items():
+        print(f"{name}: held-out success {row['mean']:.3f} over {row['seeds']} seed(s) {row['runs']}")
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    go = sub.add_parser("run")
+    go.add_argument("--seeds", nargs="+", type=int, default=[0])
+    go.add_argument("--steps", type=int, default=20)
+    go.add_argument("--eval-episodes", type=int, default=64)
+    go.add_argument("--no-correction", action="store_true", help="also the ablation without the IS correction")
+    sub.add_parser("report")
+    args = parser.parse_args()
+    if args.command == "run":
+        run(args.seeds, args.steps, args.eval_episodes, args.no_correction)
+    report()
+
+
+if __name__ == "__main__":
+    main()
