@@ -115,6 +115,8 @@ class RolloutPipeline:
         steps_per_batch: optimizer steps between two generation batches.
         snapshot: the sampler's weights, refreshed before each batch; None when the generator is not the trainer's.
         version: the policy version now (the trainer's ``global_step``), when there is no snapshot.
+        sampler_version: the version of the weights the generator holds, when the generator syncs them itself
+            (the trainer's vLLM, synced by TRL when it asks for a batch); batches wait for it and are tagged with it.
     """
 
     def __init__(
@@ -126,6 +128,7 @@ class RolloutPipeline:
         steps_per_batch: float = 1.0,
         snapshot: PolicySnapshot | None = None,
         version: int = 0,
+        sampler_version: Callable[[], int] | None = None,
     ) -> None:
         self.max_staleness = max_staleness
         self.steps_per_batch = steps_per_batch
@@ -134,6 +137,7 @@ class RolloutPipeline:
         self._lookahead = lookahead
         self._jobs: deque[PlayedBatch] = deque()  # queued and running, in training order
         self._published = snapshot.version if snapshot is not None else version
+        self._sampler_version = sampler_version
         self._wake = threading.Condition()
         self._stop = False
         self.busy_s = 0.0  # time the background spent playing, for the generator's utilisation
@@ -157,6 +161,8 @@ class RolloutPipeline:
         Raises:
             RolloutPipelineError: its rollout failed in the background.
         """
+        with self._wake:  # a generator that syncs itself may just have done so
+            self._wake.notify_all()
         self._fill(step)
         head = self._jobs[0] if self._jobs else None
         if head is None or head.seeds != list(seeds):
@@ -235,9 +241,12 @@ class RolloutPipeline:
                 if self._stop:
                     return None
                 job = next((j for j in self._jobs if not j.done.is_set() and not j.cancelled), None)
-                if job is not None and self._published >= job.target_step - self.max_staleness:
+                if job is not None and self._sampling_version() >= job.target_step - self.max_staleness:
                     return job
-                self._wake.wait()
+                self._wake.wait(0.5 if self._sampler_version is not None else None)
+
+    def _sampling_version(self) -> int:
+        return self._sampler_version() if self._sampler_version is not None else self._published
 
     def _work(self) -> None:
         while (job := self._next_job()) is not None:
@@ -246,7 +255,7 @@ class RolloutPipeline:
                     self.snapshot.refresh()
                     job.version = self.snapshot.version
                 else:
-                    job.version = self._published
+                    job.version = self._sampling_version()  # the oldest weights of the batch: never under-counted
                 start = time.perf_counter()
                 job.episodes = self._play(job.seeds)
                 job.play_s = time.perf_counter() - start

@@ -17,6 +17,7 @@ logged by the trainer when it corrects the loss (:mod:`~trl_env.trainer.off_poli
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -35,17 +36,30 @@ def check_pipelined_trainer(trainer: Any, max_staleness: int) -> None:
     """Refuse a trainer that cannot train pipelined samples correctly; tell one that can to correct them.
 
     The flag is set on every process at its first rollout, so each corrects every batch and the collectives
-    of the correction stay matched.
+    of the correction stay matched. With the trainer's vLLM, TRL's own correction applies (any trainer class),
+    on one process and without sleep mode: vLLM's generate calls are collective across processes and must not
+    run on a background thread, and an engine put to sleep during the optimizer step cannot sample meanwhile.
 
     Raises:
-        ConfigError: the trainer does not correct the loss for older policies, or generates with its own vLLM.
+        ConfigError: the trainer cannot correct the loss for older policies, or its vLLM cannot sample in the
+            background.
     """
     if uses_vllm(trainer):
-        raise ConfigError(
-            f"max_staleness={max_staleness} is not available with the trainer's vLLM (use_vllm=True) yet: its weight "
-            "sync runs on the training thread. Use max_staleness=0, or TRL's AsyncGRPOTrainer with trl-env's "
-            "rollout worker (docs/async.md)"
+        args = trainer.args
+        problem = (
+            "several processes"
+            if trainer.accelerator.num_processes > 1
+            else "vllm_enable_sleep_mode=True"
+            if getattr(args, "vllm_enable_sleep_mode", False)
+            else None
         )
+        if problem is not None:
+            raise ConfigError(
+                f"max_staleness={max_staleness} with the trainer's vLLM needs one process and no sleep mode; this "
+                f"run has {problem}. Use max_staleness=0, or TRL's AsyncGRPOTrainer with trl-env's rollout worker "
+                "(docs/async.md)"
+            )
+        return  # TRL corrects every batch of its own vLLM path (vllm_importance_sampling_correction)
     if not getattr(trainer, "corrects_off_policy", False):
         raise ConfigError(
             f"max_staleness={max_staleness} trains on samples from a policy up to {max_staleness} steps old, and "
@@ -54,6 +68,38 @@ def check_pipelined_trainer(trainer: Any, max_staleness: int) -> None:
             "sampling correction to any generator"
         )
     trainer.samples_off_policy = True
+
+
+class LockedVLLM:
+    """The trainer's vLLM generator, never sampling while TRL syncs weights into the same engine.
+
+    TRL syncs on the training thread (before each ``rollout_func`` call); the pipeline samples on its own thread.
+    A lock around both keeps every generate call on one set of weights.
+    """
+
+    def __init__(self, generator: Any, trainer: Any) -> None:
+        self.generator = generator
+        self.trainer = trainer
+        self.lock = threading.Lock()
+        handle = trainer.vllm_generation
+        sync = handle.sync_weights
+
+        def locked_sync(*args: Any, **kwargs: Any) -> Any:
+            with self.lock:
+                return sync(*args, **kwargs)
+
+        handle.sync_weights = locked_sync  # this trainer's engine only
+
+    def __getattr__(self, name: str) -> Any:  # stop ids, any_rank_live, calls: the wrapped generator's
+        return getattr(self.generator, name)
+
+    def generate(self, contexts: list[list[int]], max_new_tokens: int) -> list[Any]:
+        with self.lock:
+            return self.generator.generate(contexts, max_new_tokens)
+
+    def weights_version(self) -> int:
+        """The step whose weights the engine holds (TRL's last sync)."""
+        return max(0, int(getattr(self.trainer, "_last_loaded_step", 0)))
 
 
 class PublishPolicy(TrainerCallback):
@@ -122,6 +168,7 @@ def start_pipeline(
     every = args.steps_per_generation * trainer.num_iterations
     twin = trainer.get_train_dataloader()  # the same sampler and seed: the same batches, in the same order
     lookahead = PromptLookahead(lambda: iter(twin), every, prompt_to_seed)
+    generator = engine.generator
     pipeline = TrainerPipeline(
         lambda seeds: engine.run(env_factory, seeds, progress=progress),
         iter(lookahead),
@@ -129,6 +176,7 @@ def start_pipeline(
         steps_per_batch=every / args.gradient_accumulation_steps,
         snapshot=snapshot,
         version=trainer.state.global_step,
+        sampler_version=generator.weights_version if isinstance(generator, LockedVLLM) else None,
     )
     trainer.add_callback(PublishPolicy(pipeline, trainer))
     return pipeline

@@ -32,7 +32,7 @@ from trl_env.errors import ConfigError, ConfigTypeError, DataError, TemplateErro
 from trl_env.trainer.failures import FailureMonitor
 from trl_env.trainer.launch_check import launch_problem
 from trl_env.trainer.metrics import SUM_EPISODES, SUM_ERRORS, log_episode_metrics
-from trl_env.trainer.pipelined_training import check_pipelined_trainer, start_pipeline
+from trl_env.trainer.pipelined_training import LockedVLLM, check_pipelined_trainer, start_pipeline
 from trl_env.trainer.policy_snapshot import PolicySnapshot
 from trl_env.trainer.rollout_batch import episodes_to_batch
 from trl_env.trainer.sampling import snapshot_generator, trainer_generator, trainer_stop_token_ids
@@ -44,6 +44,7 @@ from trl_env.trainer.trl_compat import (
     require_supported_trl,
     shorten_unscorable_warning,
     trainer_tokenizer,
+    uses_vllm,
 )
 
 
@@ -132,7 +133,7 @@ def make_rollout_func(
             the policy at most N optimizer steps old (:mod:`~trl_env.trainer.pipeline`), and the loss is corrected
             with TRL's importance-sampling settings (:mod:`~trl_env.trainer.off_policy`), which needs
             :class:`~trl_env.trainer.turn_level_grpo.TurnLevelGRPOTrainer` (``advantage_mode="episode"`` is plain
-            GRPO). Not yet with the trainer's vLLM (``use_vllm=True``).
+            GRPO), or the trainer's vLLM (``use_vllm=True``, one process, no sleep mode), which TRL corrects.
 
     Returns:
         ``rollout_func(prompts, trainer)`` for ``GRPOTrainer(rollout_func=...)``. Its ``engine`` attribute is
@@ -181,7 +182,7 @@ def make_rollout_func(
         snapshot = None
         if max_staleness > 0:
             check_pipelined_trainer(trainer, max_staleness)
-            if generator is None:  # the background samples with a copy of the policy, refreshed every step
+            if generator is None and not uses_vllm(trainer):  # the background samples a copy of the policy
                 snapshot = PolicySnapshot(trainer.accelerator.unwrap_model(trainer.model), trainer.state.global_step)
         if generator is not None:
             chosen_generator = generator
@@ -189,6 +190,8 @@ def make_rollout_func(
             chosen_generator = snapshot_generator(trainer, snapshot.model, tokenizer, stops)
         else:  # not `generator or ...`: an EpisodeCacheGenerator with an empty cache is falsy
             chosen_generator = trainer_generator(trainer, tokenizer, stops)
+            if max_staleness > 0:  # the trainer's vLLM: TRL syncs its weights while the background samples
+                chosen_generator = LockedVLLM(chosen_generator, trainer)
         engine = RolloutEngine(chosen_generator, chosen, tokenizer, config)
         if max_staleness > 0:
             current["pipeline"] = start_pipeline(trainer, engine, env_factory, snapshot, max_staleness, progress)

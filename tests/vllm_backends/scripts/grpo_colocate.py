@@ -18,6 +18,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model-dir", required=True)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--max-staleness", type=int, default=0)
     args = parser.parse_args()
 
     from vllm_helpers import TEMPERATURE, CountdownEnv, set_vllm_env
@@ -47,7 +49,7 @@ def main() -> None:
         per_device_train_batch_size=4,
         num_generations=4,
         max_completion_length=64,
-        max_steps=2,
+        max_steps=args.steps,
         learning_rate=5e-3,
         beta=0.0,
         logging_steps=1,
@@ -61,14 +63,26 @@ def main() -> None:
         vllm_max_model_length=1024,
         seed=0,
     )
-    seeds = [f"{1 + i % 3}-{i}" for i in range(8)]
+    seeds = [f"{1 + i % 3}-{i}" for i in range(4 * args.steps)]
+    versions: list[list[int]] = []
+
+    def recording(rollout_func):
+        def call(prompts, trainer):
+            batch = rollout_func(prompts, trainer)
+            versions.append([trainer.state.global_step, *batch["policy_version"]])
+            return batch
+
+        return call
+
     trainer = GRPOTrainer(
         model=model,
         processing_class=tokenizer,
         reward_funcs=env_reward,
         args=config,
         train_dataset=Dataset.from_dict({"prompt": seeds}),
-        rollout_func=make_rollout_func(CountdownEnv, max_turns=3, max_turn_tokens=8),
+        rollout_func=recording(
+            make_rollout_func(CountdownEnv, max_turns=3, max_turn_tokens=8, max_staleness=args.max_staleness)
+        ),
     )
     trainer.train()
     logs = [{k: v for k, v in entry.items() if isinstance(v, int | float)} for entry in trainer.state.log_history]
@@ -77,6 +91,7 @@ def main() -> None:
         json.dumps(
             {
                 "calls": calls,
+                "versions": versions,
                 "logs": logs,
                 "global_step": trainer.state.global_step,
                 "synced_diff": synced,
