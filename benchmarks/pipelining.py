@@ -7,7 +7,10 @@ step, which cannot overlap, left out), the rollout and training times of the unp
 max(rollout, training), the trainer's idle fraction and the generator's busy fraction. It also draws a timeline
 of rollout and training spans per step for the heavy-tailed profile (benchmarks/out/pipelining_timeline.png).
 
-    python benchmarks/pipelining.py [--steps 6] [--profiles heavy_tail,one_second,instant] [--hidden-size 64]
+    python benchmarks/pipelining.py [--steps 6] [--profiles heavy_tail,one_second,instant] [--model DIR]
+
+``--model .cache/smollm2-135m-instruct`` (the demo's model, fetched by ``make demo``) trains SmolLM2-135M in full
+instead of the tiny Qwen3.
 """
 
 from __future__ import annotations
@@ -24,13 +27,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import OUT, qwen3_tokenizer, tiny_model  # noqa: E402
+from common import OUT, benchmark_model  # noqa: E402
 from datasets import Dataset  # noqa: E402
 from latency_envs import SlowEnv  # noqa: E402
 from transformers import TrainerCallback  # noqa: E402
 from trl import GRPOConfig  # noqa: E402
 
 from trl_env import env_reward, make_rollout_func  # noqa: E402
+from trl_env.trainer.pipelined_training import PublishPolicy  # noqa: E402
 from trl_env.trainer.turn_level_grpo import TurnLevelGRPOTrainer  # noqa: E402
 
 
@@ -91,6 +95,7 @@ def run(model, tokenizer, profile: str, staleness: int, steps: int, out_dir: Pat
     step_s = [b - a for a, b in zip(ends, ends[1:], strict=False)]
     wait_s = [b - a for a, b in waits]
     logs = [h for h in trainer.state.log_history if "pipeline/generator_busy_fraction" in h]
+    pipelines = [cb.pipeline for cb in trainer.callback_handler.callbacks if isinstance(cb, PublishPolicy)]
     return {
         "profile": profile,
         "max_staleness": staleness,
@@ -98,8 +103,12 @@ def run(model, tokenizer, profile: str, staleness: int, steps: int, out_dir: Pat
         "wait_s": statistics.median(wait_s[1:]),
         "train_s": statistics.median([s - w for s, w in zip(step_s[1:], wait_s[1:], strict=False)]),
         "idle_fraction": statistics.median([w / s for s, w in zip(step_s[1:], wait_s[1:], strict=False)]),
-        "generator_busy": statistics.median([h["pipeline/generator_busy_fraction"] for h in logs]) if logs else None,
+        # unpipelined, the generator is busy exactly while the trainer waits for the rollout
+        "generator_busy": statistics.median([h["pipeline/generator_busy_fraction"] for h in logs])
+        if logs
+        else statistics.median([w / s for s, w in zip(step_s[1:], wait_s[1:], strict=False)]),
         "timeline": {"start": start, "steps": ends, "rollouts": waits},
+        "plays": pipelines[0].play_spans if pipelines else [],
     }
 
 
@@ -116,10 +125,9 @@ def plot(results: list[dict], path: Path) -> None:
             axis.barh(1, b - a, left=a - t0, color="tab:blue", edgecolor="white")
         for a, b in line["rollouts"]:
             axis.barh(0, max(b - a, 0.02), left=a - t0, color="tab:orange", edgecolor="white")
-        if result.get("plays"):
-            for a, b in result["plays"]:
-                axis.barh(0, b - a, left=a - t0, color="tab:green", alpha=0.5)
-        axis.set_yticks([0, 1], ["trainer waits\nfor rollouts", "optimizer\nsteps"])
+        for a, b in result["plays"]:
+            axis.barh(-1, b - a, left=a - t0, color="tab:green", edgecolor="white")
+        axis.set_yticks([-1, 0, 1], ["background\nrollouts", "trainer waits\nfor rollouts", "optimizer\nsteps"])
         axis.set_title(f"max_staleness={result['max_staleness']} ({result['profile']})", fontsize=9, loc="left")
     axes[-1].set_xlabel("seconds")
     fig.tight_layout()
@@ -130,10 +138,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--profiles", default="heavy_tail,one_second,instant")
-    parser.add_argument("--hidden-size", type=int, default=64)
+    parser.add_argument("--model", help="a model folder (default: the tiny Qwen3)")
+    parser.add_argument("--tag", default="", help="suffix of the output files, e.g. _smollm2")
     args = parser.parse_args()
-    tokenizer = qwen3_tokenizer()
-    model = tiny_model(tokenizer, hidden_size=args.hidden_size)
+    model, tokenizer = benchmark_model(args.model)
+    model.train()
     OUT.mkdir(parents=True, exist_ok=True)
     results = []
     for profile in args.profiles.split(","):
@@ -142,22 +151,25 @@ def main() -> None:
             results.append(result)
             print(f"{profile:>10} max_staleness={staleness}: step {result['step_s']:.2f} s", flush=True)
     print()
-    print("| env calls | max_staleness | s/step | vs 0 | bound max(rollout, train) | vs bound | trainer idle |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| env calls | max_staleness | s/step | vs 0 | bound max(rollout, train) | vs bound | trainer idle "
+        "| generator busy |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for result in results:
         base = next(r for r in results if r["profile"] == result["profile"] and r["max_staleness"] == 0)
         bound = max(base["wait_s"], base["train_s"])
         print(
             f"| {result['profile']} | {result['max_staleness']} | {result['step_s']:.2f} | "
             f"{result['step_s'] / base['step_s']:.2f}x | {bound:.2f} | {result['step_s'] / bound:.2f}x | "
-            f"{result['idle_fraction']:.0%} |"
+            f"{result['idle_fraction']:.0%} | {result['generator_busy']:.0%} |"
         )
     heavy = [r for r in results if r["profile"] == results[0]["profile"]]
-    plot(heavy, OUT / "pipelining_timeline.png")
+    plot(heavy, OUT / f"pipelining_timeline{args.tag}.png")
     for result in results:
-        result.pop("timeline")
-    (OUT / "pipelining.json").write_text(json.dumps(results, indent=1))
-    print(f"\nwrote {OUT / 'pipelining_timeline.png'} and {OUT / 'pipelining.json'}")
+        result.pop("timeline"), result.pop("plays")
+    (OUT / f"pipelining{args.tag}.json").write_text(json.dumps(results, indent=1))
+    print(f"\nwrote {OUT / f'pipelining_timeline{args.tag}.png'} and {OUT / f'pipelining{args.tag}.json'}")
 
 
 if __name__ == "__main__":

@@ -141,6 +141,7 @@ class RolloutPipeline:
         self._wake = threading.Condition()
         self._stop = False
         self.busy_s = 0.0  # time the background spent playing, for the generator's utilisation
+        self.play_spans: list[tuple[float, float]] = []  # (start, end) of each batch played, perf_counter seconds
         self.replayed = 0
         self._thread = threading.Thread(target=self._work, name="trl-env-rollouts", daemon=True)
         self._thread.start()
@@ -258,8 +259,10 @@ class RolloutPipeline:
                     job.version = self._sampling_version()  # the oldest weights of the batch: never under-counted
                 start = time.perf_counter()
                 job.episodes = self._play(job.seeds)
-                job.play_s = time.perf_counter() - start
+                end = time.perf_counter()
+                job.play_s = end - start
                 self.busy_s += job.play_s
+                self.play_spans.append((start, end))
             except BaseException as error:  # reported to the trainer by take(), with the traceback
                 job.error, job.cause = traceback.format_exc(), error
             finally:
