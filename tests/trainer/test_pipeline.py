@@ -279,3 +279,13 @@ def test_a_resumed_run_restarts_the_pipeline_on_the_prompts_trl_resumes_with(qwe
     assert all(0 <= step - versions[0] <= 1 for step, _, _, versions in resumed)
     replayed = [h["pipeline/replayed"] for h in trainer.state.log_history if "pipeline/replayed" in h]
     assert replayed[-1] == 1  # the first batch after the resume, once; then it looks ahead again
+
+
+def test_a_second_train_call_starts_a_new_pipeline(qwen3_tokenizer, tiny_qwen3, tmp_path):
+    trainer, calls = train(tiny_qwen3, qwen3_tokenizer, tmp_path, max_staleness=1, steps=2)
+    trainer.args.max_steps = 3
+    first = next(cb.pipeline for cb in trainer.callback_handler.callbacks if isinstance(cb, PublishPolicy))
+    trainer.train(resume_from_checkpoint=None)  # the first run's pipeline was closed when it ended
+    pipelines = [cb.pipeline for cb in trainer.callback_handler.callbacks if isinstance(cb, PublishPolicy)]
+    assert first.closed and len(pipelines) == 1 and pipelines[0] is not first and pipelines[0].closed
+    assert len(calls) == 2 + 3 and all(0 <= step - versions[0] <= 1 for step, _, _, versions in calls)

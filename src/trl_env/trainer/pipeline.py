@@ -185,6 +185,11 @@ class RolloutPipeline:
         self._fill(step + self.steps_per_batch)
         return head
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (the end of training): a later ``train()`` needs a new pipeline."""
+        return self._stop
+
     def close(self) -> None:
         """Stop the background thread (it finishes or abandons the batch it is playing)."""
         with self._wake:

@@ -178,5 +178,7 @@ def start_pipeline(
         version=trainer.state.global_step,
         sampler_version=generator.weights_version if isinstance(generator, LockedVLLM) else None,
     )
+    for callback in [c for c in trainer.callback_handler.callbacks if isinstance(c, PublishPolicy)]:
+        trainer.remove_callback(callback)  # a previous train() call's: it would keep its snapshot alive
     trainer.add_callback(PublishPolicy(pipeline, trainer))
     return pipeline

@@ -199,6 +199,8 @@ def make_rollout_func(
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         known = current["trainer"]
+        if current["pipeline"] is not None and current["pipeline"].closed:
+            known = None  # training ended and started again (train() called twice): a new snapshot and pipeline
         if known is None or known() is not trainer:
             if current["pipeline"] is not None:
                 current["pipeline"].close()
