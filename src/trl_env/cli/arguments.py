@@ -88,13 +88,58 @@ def config_from_args(args: argparse.Namespace) -> RolloutConfig:
 
 
 def add_env_arguments(parser: argparse.ArgumentParser, *, positional: bool = False) -> None:
-    """``--env MODULE:FACTORY`` (or a positional ``factory``) and ``--env-kwargs JSON``."""
+    """``--env MODULE:FACTORY`` or ``--agent MODULE:FUNC`` (or a positional ``factory``), and ``--env-kwargs JSON``."""
     help_text = "environment factory as MODULE:FACTORY (importable from the current directory)"
     if positional:
         parser.add_argument("env", metavar="MODULE:FACTORY", help=help_text)
     else:
-        parser.add_argument("--env", required=True, help=help_text)
+        chosen = parser.add_mutually_exclusive_group(required=True)
+        chosen.add_argument("--env", help=help_text)
+        chosen.add_argument(
+            "--agent",
+            metavar="MODULE:FUNC",
+            help="an agent program agent(endpoint, task) -> reward calling the model over the OpenAI API, trained "
+            "as an env (trl_env.agents.agent_env; --env-kwargs go to agent_env, e.g. '{\"max_turns\": 4}')",
+        )
     parser.add_argument("--env-kwargs", default="{}", help="JSON object of keyword arguments for the factory")
+
+
+def env_factory_from_args(args: argparse.Namespace) -> Callable[[], Any]:
+    """The env factory of ``--env`` or ``--agent`` (with ``--env-kwargs``); a bad one is a :class:`UsageError`.
+
+    Example:
+        >>> parser = argparse.ArgumentParser(); add_env_arguments(parser)
+        >>> factory = env_factory_from_args(parser.parse_args(["--agent", "examples.agent_calculator:solve"]))
+        >>> type(factory()).__name__
+        'AgentEnv'
+    """
+    if getattr(args, "agent", None) is None:
+        return load_factory(args.env, args.env_kwargs)
+    if ":" not in args.agent:
+        raise UsageError(
+            f"expected the agent as MODULE:FUNC (e.g. examples.agent_calculator:solve), got {args.agent!r}"
+        )
+    from trl_env.agents.agent_env import agent_env
+
+    kwargs = json_object(args.env_kwargs)
+    if "" not in sys.path:
+        sys.path.insert(0, "")  # the current directory, as with python -m
+    check_factory_kwargs(agent_env, {"agent": args.agent, **kwargs}, "trl_env.agents:agent_env")
+    try:
+        return agent_env(args.agent, **kwargs)
+    except (ImportError, AttributeError, ValueError) as error:
+        raise UsageError(f"cannot import the agent {args.agent!r}: {type(error).__name__}: {error}") from None
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """``--env-kwargs``: a JSON object, or a :class:`UsageError`."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UsageError(f"--env-kwargs is not valid JSON ({error}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"--env-kwargs must be a JSON object like '{{\"high\": 8}}', got {text!r}")
+    return value
 
 
 def load_factory(spec: str, kwargs_json: str = "{}") -> Callable[[], Any]:
@@ -122,12 +167,7 @@ def load_factory(spec: str, kwargs_json: str = "{}") -> Callable[[], Any]:
         raise UsageError(
             f"expected the env factory as MODULE:FACTORY (e.g. examples.guess_number:GuessNumberEnv), got {spec!r}"
         )
-    try:
-        kwargs = json.loads(kwargs_json)
-    except json.JSONDecodeError as error:
-        raise UsageError(f"--env-kwargs is not valid JSON ({error}): {kwargs_json!r}") from None
-    if not isinstance(kwargs, dict):
-        raise UsageError(f"--env-kwargs must be a JSON object like '{{\"high\": 8}}', got {kwargs_json!r}")
+    kwargs = json_object(kwargs_json)
     if "" not in sys.path:
         sys.path.insert(0, "")  # the current directory, as with python -m
     try:

@@ -31,7 +31,7 @@ from trl_env.cli.arguments import (
     add_model_arguments,
     build_processor,
     config_from_args,
-    load_factory,
+    env_factory_from_args,
     load_model,
     read_seeds,
 )
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if not 0.0 <= args.max_failure_rate <= 1.0:
         raise UsageError(f"--max-failure-rate must be in [0, 1], got {args.max_failure_rate}")
-    factory = load_factory(args.env, args.env_kwargs)
+    factory = env_factory_from_args(args)
     config = config_from_args(args)
     seeds = read_seeds(args.seeds, args.seeds_file, args.episodes)
     tokenizer, model = load_model(args.model)

@@ -36,7 +36,7 @@ from trl_env.cli.arguments import (
     add_model_arguments,
     build_processor,
     config_from_args,
-    load_factory,
+    env_factory_from_args,
     load_model,
     read_seeds,
 )
@@ -95,7 +95,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Load the model, train, save the merged model and the log history."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    factory = load_factory(args.env, args.env_kwargs)
+    factory = env_factory_from_args(args)
     config = config_from_args(args)
     num_seeds = args.num_seeds if args.num_seeds is not None else (None if args.seeds or args.seeds_file else 1024)
     seeds = read_seeds(args.seeds, args.seeds_file, num_seeds, default_prefix="train-")
