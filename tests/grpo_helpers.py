@@ -9,7 +9,20 @@ from tests.envs.basic import ThreeTurnEnv  # noqa: F401
 from trl_env import env_reward
 
 
-def make_trainer(model, tokenizer, rollout_func, tmp_path, *, reward_funcs=None, steps=2, prompts=None, **config):
+def make_trainer(
+    model,
+    tokenizer,
+    rollout_func,
+    tmp_path,
+    *,
+    reward_funcs=None,
+    steps=2,
+    prompts=None,
+    trainer_class=GRPOTrainer,
+    trainer_kwargs=None,
+    callbacks=(),
+    **config,
+):
     settings = dict(
         output_dir=str(tmp_path),
         per_device_train_batch_size=4,
@@ -26,11 +39,13 @@ def make_trainer(model, tokenizer, rollout_func, tmp_path, *, reward_funcs=None,
         seed=0,
     )
     settings.update(config)
-    return GRPOTrainer(
+    return trainer_class(
+        **(trainer_kwargs or {}),
         model=model,
         processing_class=tokenizer,
         reward_funcs=reward_funcs or [env_reward],
         args=GRPOConfig(**settings),
         train_dataset=Dataset.from_dict({"prompt": prompts or [f"seed-{i}" for i in range(32)]}),
         rollout_func=rollout_func,
+        callbacks=list(callbacks),
     )

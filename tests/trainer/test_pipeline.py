@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from datasets import Dataset
 from transformers import TrainerCallback
-from trl import GRPOConfig, GRPOTrainer
+from trl import GRPOTrainer
 
 from tests.envs.basic import Counting
+from tests.grpo_helpers import make_trainer
 from trl_env import make_rollout_func
 from trl_env.errors import ConfigError
 from trl_env.testing.instant_generator import ContextHashGenerator
@@ -150,29 +150,18 @@ def train(
     rollout_func = make_rollout_func(
         Counting, max_turns=3, max_turn_tokens=6, max_staleness=max_staleness, generator=generator
     )
-    extra = {"advantage_mode": "episode"} if trainer_class is TurnLevelGRPOTrainer else {}
-    trainer = trainer_class(
-        **extra,
-        model=copy.deepcopy(model),
-        processing_class=tokenizer,
+    trainer = make_trainer(
+        copy.deepcopy(model),
+        tokenizer,
+        rollout_func,
+        tmp_path,
         reward_funcs=[recorder],
-        args=GRPOConfig(
-            output_dir=str(tmp_path),
-            per_device_train_batch_size=4,
-            num_generations=4,
-            max_completion_length=48,
-            max_steps=steps,
-            learning_rate=1e-2,
-            logging_steps=1,
-            report_to="none",
-            use_cpu=True,
-            bf16=False,
-            seed=0,
-            **{"save_strategy": "no", **config},
-        ),
-        train_dataset=Dataset.from_dict({"prompt": [f"seed-{i}" for i in range(32)]}),
-        rollout_func=rollout_func,
-        callbacks=list(callbacks),
+        steps=steps,
+        trainer_class=trainer_class,
+        trainer_kwargs={"advantage_mode": "episode"} if trainer_class is TurnLevelGRPOTrainer else {},
+        callbacks=callbacks,
+        learning_rate=1e-2,
+        **config,
     )
     box.append(trainer)
     trainer.train(resume_from_checkpoint=resume)
