@@ -141,7 +141,8 @@ def connect(address: str | None) -> Any:
     address = address or os.environ.get("RAY_ADDRESS") or None
     try:
         if address is None:
-            ray.init(include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+            # "local": always a new instance (with no address ray.init would join any cluster started on this machine)
+            ray.init(address="local", include_dashboard=False, logging_level="ERROR", log_to_driver=False)
         else:
             _check_reachable(address)
             ray.init(address=address, logging_level="ERROR", log_to_driver=False)
