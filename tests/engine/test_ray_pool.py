@@ -195,22 +195,18 @@ LOCAL_RUN = """
 """
 
 
-def test_a_local_instance_an_unreachable_cluster_and_calls_that_never_return():
+def test_a_local_instance_an_unreachable_cluster_and_calls_that_never_return(tmp_path):
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}"}
     env.pop("RAY_ADDRESS", None)
-    child = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(LOCAL_RUN)], env=env, cwd=ROOT, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        took, message = child.stdout.readline().split(" ", 1)
-        assert float(took) < 6.0 and "cannot reach the Ray cluster at 127.0.0.1:9" in message, message
-        pids = [int(pid) for pid in child.stdout.readline().split()]
-        returned = float(child.stdout.readline())
-        assert child.wait(timeout=60) == 0, child.stderr.read()
-        assert time.time() - returned < 10.0  # Ray's own shutdown of the local instance is most of it
-        assert all(_gone(pid) for pid in pids)  # the hung actors died with their owner
-    finally:
-        if child.poll() is None:
-            child.kill()
-        child.communicate(timeout=30)
+    with open(tmp_path / "stderr", "w") as stderr:  # a file, not a pipe: Ray's logs must never block the child
+        child = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(LOCAL_RUN)], env=env, cwd=ROOT, text=True,
+            stdout=subprocess.PIPE, stderr=stderr, timeout=120,
+        )  # fmt: skip
+    exited = time.time()
+    assert child.returncode == 0, (tmp_path / "stderr").read_text()[-3000:]
+    unreachable, pids, returned = child.stdout.splitlines()[:3]
+    took, message = unreachable.split(" ", 1)
+    assert float(took) < 6.0 and "cannot reach the Ray cluster at 127.0.0.1:9" in message, message
+    assert exited - float(returned) < 10.0  # Ray's own shutdown of the local instance is most of it
+    assert all(_gone(int(pid)) for pid in pids.split())  # the hung actors died with their owner
