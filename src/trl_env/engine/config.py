@@ -21,17 +21,19 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from trl_env.engine.tree import TreeShape
+from trl_env.envpool.ray_cluster import check_ray_resources
 from trl_env.errors import ConfigError, ConfigTypeError
 
 OnEnvError = Literal["fail_episode", "raise"]
 ON_ENV_ERROR: tuple[str, ...] = ("fail_episode", "raise")
-EnvIsolation = Literal["auto", "process", "thread"]
-ENV_ISOLATION: tuple[str, ...] = ("auto", "process", "thread")
+EnvIsolation = Literal["auto", "process", "thread", "ray"]
+ENV_ISOLATION: tuple[str, ...] = ("auto", "process", "thread", "ray")
 Schedule = Literal["episode", "turn"]
 SCHEDULE: tuple[str, ...] = ("episode", "turn")
 
@@ -69,8 +71,25 @@ class RolloutConfig:
         default="auto",
         metadata=_doc(
             "where env code runs: 'process' (killable child processes: survive hangs, crashes, sys.exit), "
-            "'thread' (cheaper; a hung call is abandoned), 'auto' (process when the factory is importable)",
+            "'thread' (cheaper; a hung call is abandoned), 'auto' (process when the factory is importable), "
+            "'ray' (one Ray actor per env, on the cluster at ray_address: docs/ray.md)",
             choices=ENV_ISOLATION,
+        ),
+    )
+    ray_address: str | None = field(
+        default=None,
+        metadata=_doc(
+            "env_isolation='ray': the Ray cluster, e.g. '10.0.0.5:6379' or 'auto'; None: $RAY_ADDRESS, else a "
+            "local instance started for the run"
+        ),
+    )
+    ray_resources: dict[str, Any] | None = field(
+        default=None,
+        metadata=_doc(
+            "env_isolation='ray': what each env actor asks of its node, as JSON: num_cpus, num_gpus, memory "
+            "(bytes), resources (custom, e.g. {\"sandbox\": 1}), scheduling_strategy ('SPREAD', default, or "
+            "'DEFAULT'); None: Ray's default (1 CPU to be placed)",
+            parse=json.loads,
         ),
     )
     reuse_envs: bool = field(
@@ -138,6 +157,10 @@ class RolloutConfig:
             )
         if self.env_isolation not in ENV_ISOLATION:
             raise ConfigError(f"RolloutConfig.env_isolation must be one of {ENV_ISOLATION}, got {self.env_isolation!r}")
+        if self.ray_resources is not None:
+            check_ray_resources(self.ray_resources)
+        if self.ray_address is not None and not isinstance(self.ray_address, str):
+            raise ConfigTypeError(f"RolloutConfig.ray_address must be a str or None, got {self.ray_address!r}")
         if self.schedule not in SCHEDULE:
             raise ConfigError(f"RolloutConfig.schedule must be one of {SCHEDULE}, got {self.schedule!r}")
         window = self.gather_window

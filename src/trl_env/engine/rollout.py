@@ -93,6 +93,8 @@ class RolloutEngine:
                 workers=config.env_workers,
                 timeout=config.env_timeout,
                 reuse_envs=config.reuse_envs,
+                ray_address=config.ray_address,
+                ray_resources=config.ray_resources,
             )
         return self._pool
 

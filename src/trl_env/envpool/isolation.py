@@ -21,8 +21,8 @@ from typing import Literal
 from trl_env.core import Env
 from trl_env.errors import ConfigTypeError
 
-Isolation = Literal["thread", "process"]
-"""Where a pool's envs run: worker threads or worker processes."""
+Isolation = Literal["thread", "process", "ray"]
+"""Where a pool's envs run: worker threads, worker processes or Ray actors."""
 
 
 def factory_name(env_factory: Callable[..., object]) -> str:
@@ -92,19 +92,20 @@ def place_factory(env_factory: Callable[[], Env], isolation: str) -> tuple[Isola
     """Where a factory's envs run and, for worker processes, the factory pickled: the one pickle it ever gets.
 
     ``"process"`` pickles it with :func:`pickle_for_worker` (which refuses a factory a worker could not load);
+    ``"ray"`` pickles it the same way (a Ray actor loads it like a child process);
     ``"thread"`` needs no pickle; ``"auto"`` (``env_isolation``'s default) is ``"process"`` when the factory can
     go to a child process (by reference to a module other than the script being run), else ``"thread"`` with a
     warning attributed to the first caller outside trl-env (the user's script).
 
     Args:
         env_factory: the pool's factory (callable: :class:`~trl_env.envpool.pool.EnvPool` checks it first).
-        isolation: ``"process"``, ``"thread"`` or ``"auto"``.
+        isolation: ``"process"``, ``"ray"``, ``"thread"`` or ``"auto"``.
 
     Returns:
-        The isolation, and the pickled factory for ``"process"`` (None for ``"thread"``).
+        The isolation, and the pickled factory for ``"process"`` and ``"ray"`` (None for ``"thread"``).
 
     Raises:
-        ConfigTypeError: ``"process"`` and the factory cannot go to a worker process.
+        ConfigTypeError: ``"process"`` or ``"ray"`` and the factory cannot go to a worker process.
 
     Example:
         >>> place_factory(dict, "auto")[0], place_factory(dict, "thread")
@@ -114,8 +115,8 @@ def place_factory(env_factory: Callable[[], Env], isolation: str) -> tuple[Isola
     """
     if isolation == "thread":
         return "thread", None
-    if isolation == "process":
-        return "process", pickle_for_worker(env_factory)
+    if isolation in ("process", "ray"):
+        return isolation, pickle_for_worker(env_factory)  # type: ignore[return-value]
     try:
         return "process", pickle_for_worker(env_factory)
     except ConfigTypeError as error:

@@ -51,6 +51,7 @@ from typing import Any, Literal
 from trl_env.core import Env
 from trl_env.envpool.backends import ProcessBackend, ThreadBackend
 from trl_env.envpool.isolation import Isolation, place_factory
+from trl_env.envpool.ray_cluster import check_ray_resources
 from trl_env.envpool.replies import EnvContractError, EnvFault, EnvReply
 from trl_env.envpool.state import PoolState, SlotRecord
 from trl_env.errors import ConfigError, ConfigTypeError
@@ -76,6 +77,13 @@ class EnvSlot:
         """Whether the slot waits for a worker: its calls run once an episode on a busy worker is released."""
         return self._record.state == "queued"
 
+    @property
+    def node(self) -> str | None:
+        """``isolation="ray"``: the Ray node id of the actor running the slot's env; None while queued, once
+        released or lost, and for the other isolations."""
+        worker = self._record.worker
+        return getattr(worker.backend, "node_id", None) if worker is not None else None
+
     def __repr__(self) -> str:
         return f"EnvSlot(index={self.index}, seed={self.seed!r}, {self._record.state})"
 
@@ -89,11 +97,16 @@ class EnvPool:
         isolation: ``"process"`` (default: one child process per worker; survives hangs, crashes and
             segfaults), ``"thread"`` (daemon threads; cheaper, but a hung call can't be stopped) or ``"auto"``
             (processes when the factory can go to one, else threads with a warning); :attr:`isolation` is the
-            one chosen.
+            one chosen. ``"ray"``: one Ray actor per worker, on the cluster at ``ray_address``
+            (:mod:`trl_env.envpool.ray_backend`; the same guarantees as processes, on any node).
         workers: how many envs run at once; more episodes wait in a queue for a free worker.
         timeout: seconds each call may take, counted from when its worker starts it; None: no limit.
         reuse_envs: keep each worker's env after :meth:`release` and warm-``reset`` it for the next
             episode on that worker instead of building a new one; its ``close()`` then runs at :meth:`close`.
+        ray_address: ``isolation="ray"``: the cluster to join (``"host:port"``, ``"auto"``); None: ``$RAY_ADDRESS``,
+            else a local instance started for this process (:func:`~trl_env.envpool.ray_cluster.connect`).
+        ray_resources: ``isolation="ray"``: what each env actor asks of its node, e.g. ``{"num_cpus": 1,
+            "memory": 2**30, "resources": {"sandbox": 1}}`` (:func:`~trl_env.envpool.ray_cluster.check_ray_resources`).
 
     Attributes:
         env_factory: the factory the pool was built with (checked and, for processes, pickled once, here).
@@ -101,7 +114,8 @@ class EnvPool:
 
     Raises:
         TypeError: ``env_factory`` is not callable, or (process isolation) cannot be sent to a child process.
-        ValueError: a bad ``isolation``, ``workers`` or ``timeout``.
+        ValueError: a bad ``isolation``, ``workers`` or ``timeout``; ``isolation="ray"``: Ray is not installed.
+        BackendError: ``isolation="ray"``: the cluster cannot be reached, or no node can ever hold one env.
     """
 
     def __init__(
@@ -112,24 +126,40 @@ class EnvPool:
         workers: int = 16,
         timeout: float | None = 60.0,
         reuse_envs: bool = False,
+        ray_address: str | None = None,
+        ray_resources: dict[str, Any] | None = None,
     ) -> None:
         if not callable(env_factory):
             raise ConfigTypeError(f"env_factory must be a class or function that makes a new env, got {env_factory!r}")
-        if isolation not in ("thread", "process", "auto"):
-            raise ConfigError(f"EnvPool isolation must be 'thread', 'process' or 'auto', got {isolation!r}")
+        if isolation not in ("thread", "process", "ray", "auto"):
+            raise ConfigError(f"EnvPool isolation must be 'thread', 'process', 'ray' or 'auto', got {isolation!r}")
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ConfigError(f"EnvPool workers must be an int >= 1, got {workers!r}")
         if timeout is not None and (isinstance(timeout, bool) or not timeout > 0 or not math.isfinite(timeout)):
             raise ConfigError(f"EnvPool timeout must be a positive number of seconds or None, got {timeout!r}")
         self.env_factory, self.workers, self.timeout, self.reuse_envs = env_factory, workers, timeout, reuse_envs
         self.isolation, data = place_factory(env_factory, isolation)
-        if data is not None:
-            backend: Callable[[], Any] = lambda: ProcessBackend(data, reuse=reuse_envs)  # noqa: E731
+        backend: Callable[[], Any]
+        if self.isolation == "ray":
+            backend = _ray_backends(data, reuse_envs, ray_address, check_ray_resources(ray_resources or {}))
+        elif data is not None:
+            backend = lambda: ProcessBackend(data, reuse=reuse_envs)  # noqa: E731
         else:
             backend = lambda: ThreadBackend(env_factory, reuse=reuse_envs)  # noqa: E731
         self._state = PoolState(backend, workers=workers, timeout=timeout)
         self._finalizer = weakref.finalize(self, self._state.close)
         self._finalizer.atexit = False  # the state's own atexit hook closes it, before multiprocessing's
+
+    @property
+    def nodes(self) -> list[str | None]:
+        """``isolation="ray"``: the Ray node id of each worker's actor (None: not started, or lost).
+
+        Example:
+            >>> with EnvPool(dict, isolation="thread", workers=2) as pool:
+            ...     pool.nodes
+            [None, None]
+        """
+        return [getattr(worker.backend, "node_id", None) for worker in self._state.workers]
 
     def reset(self, seed: str) -> tuple[EnvSlot, Future[EnvReply | EnvFault]]:
         """Start an episode: on a free worker (or once one frees up) build the env and call ``reset(seed)``.
@@ -261,3 +291,14 @@ class EnvPool:
             raise ConfigError(f"{slot!r} is not a slot of this EnvPool")
         if slot._record.released:
             raise ConfigError(f"{slot!r} was released; reset() a new one")
+
+
+def _ray_backends(data: bytes | None, reuse: bool, address: str | None, resources: dict[str, Any]) -> Callable[[], Any]:
+    """Join the cluster and check the request now (one clear error before any episode); then a backend maker."""
+    from trl_env.envpool.ray_backend import RayBackend
+    from trl_env.envpool.ray_cluster import actor_options, check_feasible, connect
+
+    ray = connect(address)
+    check_feasible(ray, resources)
+    options = actor_options(resources)
+    return lambda: RayBackend(ray, data, reuse=reuse, options=options)  # type: ignore[arg-type]
