@@ -1,0 +1,116 @@
+"""history='template'/'window': every turn sample's prompt is the real template's tokens, its completion the
+sampled ids, for templates that rewrite history (Qwen3 and Qwen3.5 thinking, DeepSeek-R1 distill), with tools."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.history.envs import Lookup, Talk
+from tests.history.scripted import TurnScript
+from trl_env import rollout
+from trl_env.chat.template_processor import ChatTemplateProcessor, ChunkingError
+from trl_env.episode import StopReason
+
+THINKING = {  # template -> (end-of-turn token, answers written after its generation prompt)
+    "qwen3": ("<|im_end|>", ["<think>\nTurn one: say 1.\n</think>\n\n1", "<think>\nNow two.\n</think>\n\n2", "3"]),
+    "qwen3_5_think": (
+        "<|im_end|>",
+        ["Turn one: say 1.\n</think>\n\n1", "Now two.\n</think>\n\n2", "Three.\n</think>\n\n3"],
+    ),
+    "deepseek_r1_distill": (
+        "<｜end▁of▁sentence｜>",
+        ["Turn one: say 1.\n</think>\n\n1", "Now two.\n</think>\n\n2", "Three.\n</think>\n\n3"],
+    ),
+}
+TOOLS = {
+    "qwen3": [
+        '<think>\nLook it up.\n</think>\n\n<tool_call>\n{"name": "lookup", "arguments": {"key": "a"}}\n</tool_call>',
+        '<think>\nAgain.\n</think>\n\nChecking.\n<tool_call>\n{"name": "lookup", "arguments": {"key": "b"}}\n'
+        "</tool_call>",
+        "<think>\nDone.\n</think>\n\nThe value is known.",
+    ],
+    "qwen3_5_think": [
+        "Look it up.\n</think>\n\n<tool_call>\n<function=lookup>\n<parameter=key>\na\n</parameter>\n</function>\n"
+        "</tool_call>",
+        "Again.\n</think>\n\n<tool_call>\n<function=lookup>\n<parameter=key>\nb\n</parameter>\n</function>\n</tool_call>",
+        "Done.\n</think>\n\nThe value is known.",
+    ],
+}
+
+
+def _tokenizer(name, qwen3_tokenizer, template_tokenizers):
+    return qwen3_tokenizer if name == "qwen3" else template_tokenizers(name)
+
+
+def _check_samples(episodes, tokenizer, script):
+    for episode in episodes:
+        episode.check(tokenizer)
+        assert len(episode.turn_samples) == episode.num_turns
+        for sample in episode.turn_samples:
+            messages = [episode.messages[i] for i in sample.message_indices]
+            expected = tokenizer.apply_chat_template(
+                messages, tools=episode.tools or None, add_generation_prompt=True, tokenize=True, return_dict=False
+            )
+            assert sample.prompt_ids == list(expected)  # token for token
+            assert sample.completion_ids == script.ids[sample.turn % len(script.ids)]  # sampled ids verbatim
+            assert sample.env_mask == [1] * len(sample.completion_ids)
+            assert messages[-1]["role"] in ("user", "tool")
+        # the generator was asked exactly the turn samples' prompts
+        assert all(sample.prompt_ids in script.contexts for sample in episode.turn_samples)
+
+
+@pytest.mark.parametrize("name", list(THINKING))
+@pytest.mark.parametrize("history", ["template", "window"])
+def test_thinking_prompts_are_the_templates(name, history, qwen3_tokenizer, template_tokenizers):
+    tokenizer = _tokenizer(name, qwen3_tokenizer, template_tokenizers)
+    end, texts = THINKING[name]
+    script = TurnScript(tokenizer, texts, end)
+    processor = ChatTemplateProcessor(tokenizer, per_turn=True)
+    episodes = rollout(
+        Talk, ["a", "b"], script, processor, tokenizer=tokenizer, history=history, history_window=1,
+        system_prompt="Play.", max_turns=3, schedule="turn", env_isolation="thread",
+    )  # fmt: skip
+    _check_samples(episodes, tokenizer, script)
+    episode = episodes[0]
+    assert episode.stop_reason == StopReason.DONE and episode.num_turns == 3
+    # the conversation is what the env and the model said, independently rebuilt
+    assert episode.messages == [
+        {"role": "system", "content": "Play."},
+        {"role": "user", "content": "Start of game a. Say a number."},
+        {"role": "assistant", "content": texts[0]},
+        {"role": "user", "content": f"Turn 1 seen: {episode.turns[0].action[:20]!r}. Next."},
+        {"role": "assistant", "content": texts[1]},
+        {"role": "user", "content": f"Turn 2 seen: {episode.turns[1].action[:20]!r}. Next."},
+        {"role": "assistant", "content": texts[2]},
+    ]
+    last = tokenizer.decode(episode.turn_samples[-1].prompt_ids)
+    assert "Turn one" not in last  # old thinking dropped, as the template drops it
+    if history == "window":  # opening + the last turn only
+        assert episode.turn_samples[2].message_indices == [0, 1, 4, 5]
+        assert "Turn 1 seen" not in last and "Turn 2 seen" in last
+    else:
+        assert episode.turn_samples[2].message_indices == list(range(6))
+
+
+@pytest.mark.parametrize("name", list(TOOLS))
+def test_tool_call_prompts_are_the_templates(name, qwen3_tokenizer, template_tokenizers):
+    tokenizer = _tokenizer(name, qwen3_tokenizer, template_tokenizers)
+    script = TurnScript(tokenizer, TOOLS[name], "<|im_end|>")
+    processor = ChatTemplateProcessor(tokenizer, per_turn=True)
+    episodes = rollout(
+        Lookup, ["k1"], script, processor, tokenizer=tokenizer, history="template", max_turns=3, schedule="turn",
+        env_isolation="thread",
+    )  # fmt: skip
+    _check_samples(episodes, tokenizer, script)
+    episode = episodes[0]
+    assert [m["role"] for m in episode.messages] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert episode.messages[2] == {"role": "tool", "name": "lookup", "content": "value of a"}
+    assert episode.reward == 2.0 and episode.tools[0]["function"]["name"] == "lookup"
+    assert "<tool_response>\nvalue of b\n</tool_response>" in tokenizer.decode(episode.turn_samples[2].prompt_ids)
+
+
+def test_refused_templates_need_no_preset(template_tokenizers):
+    tokenizer = template_tokenizers("deepseek_r1_distill")
+    with pytest.raises(ChunkingError):
+        ChatTemplateProcessor(tokenizer)
+    assert ChatTemplateProcessor(tokenizer, per_turn=True).turn_end == "<｜end▁of▁sentence｜>"
