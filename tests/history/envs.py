@@ -16,7 +16,8 @@ def lookup(key: str) -> str:
 
 
 class Talk:
-    """Answers every turn with a short line; ends after ``turns`` model turns. Reward 1 per turn that names the turn."""
+    """Answers every turn with a short line; ends after ``turns`` model turns. Each turn's reward comes from the
+    action's length (so a random model's episodes differ)."""
 
     turns = 3
 
@@ -29,7 +30,7 @@ class Talk:
 
     def step(self, action: str):
         self.turn += 1
-        self.reward += float(str(self.turn) in action)
+        self.reward += (len(action) % 3) / 2
         self.alive = self.turn < self.turns
         return self, f"Turn {self.turn} seen: {action[:20]!r}. Next."
 
