@@ -179,3 +179,35 @@ def test_a_plain_grpo_trainer_is_refused(qwen3_tokenizer, tiny_qwen3, tmp_path):
     trainer = make_trainer(copy.deepcopy(tiny_qwen3), qwen3_tokenizer, rollout_func, tmp_path, steps=1)
     with pytest.raises(ConfigError, match="TurnLevelGRPOTrainer"):
         trainer.train()
+
+
+def test_pipelined_rollouts_train_turn_samples_with_the_importance_correction(qwen3_tokenizer, tiny_qwen3, tmp_path):
+    """max_staleness=1: the turn samples carry their sampled logprobs and the off-policy correction applies."""
+    rollout_func = make_rollout_func(
+        Talk, history="window", history_window=1, max_turns=2, max_turn_tokens=4, max_staleness=1,
+        env_isolation="thread",
+    )  # fmt: skip
+    args = GRPOConfig(
+        output_dir=str(tmp_path), per_device_train_batch_size=2, num_generations=2, max_completion_length=64,
+        max_steps=2, learning_rate=1e-3, beta=0.0, logging_steps=1, report_to="none", use_cpu=True,
+        save_strategy="no", bf16=False, seed=0,
+    )  # fmt: skip
+    trainer = TurnLevelGRPOTrainer(
+        model=copy.deepcopy(tiny_qwen3), processing_class=qwen3_tokenizer, reward_funcs=[env_reward], args=args,
+        train_dataset=Dataset.from_dict({"prompt": [f"seed-{i}" for i in range(8)]}), rollout_func=rollout_func,
+        advantage_mode="turn",
+    )  # fmt: skip
+    shapes = []
+    compute_loss = trainer._compute_loss
+
+    def spy(model, inputs):
+        shapes.append((inputs["prompt_ids"].shape[0], inputs["sampling_per_token_logps"].shape))
+        return compute_loss(model, inputs)
+
+    trainer._compute_loss = spy
+    trainer.train()
+    assert trainer.state.global_step == 2
+    assert [rows for rows, _ in shapes] == [4, 4]  # 2 episodes x 2 turns per step
+    logs = [h for h in trainer.state.log_history if "pipeline/staleness" in h]
+    assert [h["pipeline/staleness"] for h in logs] == [0, 1]
+    assert all("sampling/importance_sampling_ratio/mean" in h for h in logs)
