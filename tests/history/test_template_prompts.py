@@ -114,3 +114,21 @@ def test_refused_templates_need_no_preset(template_tokenizers):
     with pytest.raises(ChunkingError):
         ChatTemplateProcessor(tokenizer)
     assert ChatTemplateProcessor(tokenizer, per_turn=True).turn_end == "<｜end▁of▁sentence｜>"
+
+
+def test_records_show_each_turns_own_prompt(qwen3_tokenizer):
+    from trl_env.viewer.records import episode_record
+
+    end, texts = THINKING["qwen3"]
+    script = TurnScript(qwen3_tokenizer, texts, end)
+    processor = ChatTemplateProcessor(qwen3_tokenizer, per_turn=True)
+    (episode,) = rollout(
+        Talk, ["a"], script, processor, tokenizer=qwen3_tokenizer, history="window", history_window=1,
+        max_turns=3, schedule="turn", env_isolation="thread",
+    )  # fmt: skip
+    record = episode_record(episode, qwen3_tokenizer)
+    shown = [sample["prompt_text"] for sample in record["turn_samples"]]
+    assert shown == [qwen3_tokenizer.decode(sample.prompt_ids) for sample in episode.turn_samples]
+    transcript = episode.transcript()
+    assert [len(s["messages"]) for s in transcript["turn_samples"]] == [1, 3, 3]  # the window: opening + 1 turn
+    assert transcript["text"].endswith("3<|im_end|>\n")  # the conversation as the template renders it
