@@ -132,3 +132,28 @@ def test_records_show_each_turns_own_prompt(qwen3_tokenizer):
     transcript = episode.transcript()
     assert [len(s["messages"]) for s in transcript["turn_samples"]] == [1, 3, 3]  # the window: opening + 1 turn
     assert transcript["text"].endswith("3<|im_end|>\n")  # the conversation as the template renders it
+
+
+@pytest.mark.parametrize("history", ["template", "window"])
+def test_kv_reuse_where_prefixes_match_is_exact_and_released(history, qwen3_tokenizer, tiny_qwen3):
+    import torch
+
+    from tests.history.envs import LongCorridor
+    from trl_env.generation.kv_cache import EpisodeCacheGenerator
+
+    end = qwen3_tokenizer.convert_tokens_to_ids("<|im_end|>")
+    generator = EpisodeCacheGenerator(tiny_qwen3, qwen3_tokenizer, temperature=1.0, stop_token_ids=[end])
+    processor = ChatTemplateProcessor(qwen3_tokenizer, per_turn=True)
+    episodes = rollout(
+        LongCorridor, ["a", "a"], generator, processor, tokenizer=qwen3_tokenizer, history=history,
+        history_window=2, max_turns=6, max_turn_tokens=3, env_isolation="thread",
+    )  # fmt: skip
+    assert generator.stats.reuse_rate > 0.3  # the opening (and, for 'template', the rendered history) is reused
+    assert len(generator) == 0  # every episode's entries are dropped when it no longer needs them
+    sample = episodes[0].turn_samples[-1]
+    ids = torch.tensor([sample.prompt_ids + sample.completion_ids])
+    with torch.no_grad():
+        logits = tiny_qwen3(ids).logits[0, len(sample.prompt_ids) - 1 : -1].float()
+    fresh = torch.log_softmax(logits, -1).gather(1, ids[0, len(sample.prompt_ids) :, None])[:, 0]
+    trained = [i for i, m in enumerate(sample.env_mask) if m]
+    assert torch.allclose(fresh[trained], torch.tensor(sample.logprobs)[trained], atol=1e-4)

@@ -59,6 +59,7 @@ class LiveEpisode:
         self.opening = len(episode.messages)  # per-turn histories: the messages every prompt keeps
         self.shown = list(range(self.opening))  # per-turn histories: the messages the current prompt renders
         self.prompt_length = len(self.context)  # per-turn histories: the current turn's prompt length
+        self.replaced: list[int] | None = None  # per-turn histories: the last turn's context, until the next call
 
     def budget_left(self, config: RolloutConfig) -> int | float:
         """Tokens left before the context is longer than the first prompt plus ``max_completion_tokens``.
@@ -181,6 +182,9 @@ class EpisodeSteps:
         budget = run.turn_budget(config)
         ids, logprobs = ids[:budget], logprobs[:budget]
         self.sampled_tokens += len(ids)
+        if run.replaced is not None and self.on_end is not None:  # its keys and values served this call: drop them
+            self.on_end(run.replaced)
+        run.replaced = None
         stopped = bool(ids) and ids[-1] == encoder.turn_end_id
         text = self.tokenizer.decode(ids, clean_up_tokenization_spaces=False)
         start = len(run.episode.completion_ids)
@@ -258,12 +262,15 @@ class EpisodeSteps:
         if budget is not None and len(prompt) + 1 > budget + len(episode.prompt_ids):
             self.finish(run, StopReason.TOKEN_BUDGET)
             return False
+        run.replaced = run.context  # kept for the next call, which may reuse its start (kv cache)
         run.context, run.shown, run.prompt_length = prompt, shown, len(prompt)
         return True
 
     def finish(self, run: LiveEpisode, reason: StopReason) -> None:
         if self.on_end is not None:
             self.on_end(run.context)
+            if run.replaced is not None:
+                self.on_end(run.replaced)
         if self.history is not None:  # the transcript: the whole conversation as the template renders it
             run.episode.history_text = self.history.render(run.episode.messages, run.episode.tools, generation=False)
         run.episode.stop_reason = reason
