@@ -157,3 +157,27 @@ def test_kv_reuse_where_prefixes_match_is_exact_and_released(history, qwen3_toke
     fresh = torch.log_softmax(logits, -1).gather(1, ids[0, len(sample.prompt_ids) :, None])[:, 0]
     trained = [i for i, m in enumerate(sample.env_mask) if m]
     assert torch.allclose(fresh[trained], torch.tensor(sample.logprobs)[trained], atol=1e-4)
+
+
+def test_every_trl_template_renders_exact_per_turn_prompts(qwen3_tokenizer, template_tokenizers):
+    """history='template' needs no preset: every TRL template of trl_env.testing, with no system role where none."""
+    from trl_env.engine.history import TemplateHistory
+    from trl_env.testing.template_tokenizers import FAMILIES
+
+    for name in FAMILIES:
+        tokenizer = template_tokenizers(name)
+        processor = ChatTemplateProcessor(tokenizer, per_turn=True)
+        script = TurnScript(tokenizer, ["1", "2 and 3"], processor.turn_end)
+        system = "" if name in ("gemma", "gemma3") else "Play."
+        (episode,) = rollout(
+            Talk, ["a"], script, processor, tokenizer=tokenizer, history="template", system_prompt=system,
+            max_turns=3, schedule="turn", env_isolation="thread",
+        )  # fmt: skip
+        history = TemplateHistory(tokenizer, window=None)
+        for sample in episode.turn_samples:
+            messages = history.template_messages([episode.messages[i] for i in sample.message_indices])
+            expected = tokenizer.apply_chat_template(
+                messages, add_generation_prompt=True, tokenize=True, return_dict=False
+            )
+            assert sample.prompt_ids == list(expected), name
+        assert "Turn 2 seen" in tokenizer.decode(episode.turn_samples[2].prompt_ids), name  # env text is rendered

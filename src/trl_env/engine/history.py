@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 from trl_env.core import ToolResult
 from trl_env.errors import TemplateError
 
+PROBE = "PROBEQXZ"
+
 if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
     from transformers import PreTrainedTokenizerBase
 
@@ -54,6 +56,22 @@ class TemplateHistory:
         self.window = window
         self.template_kwargs = dict(template_kwargs or {})
         self.encoded_tokens = 0  # prompt tokens rendered and tokenized so far (the cost of re-rendering)
+        # multimodal templates (SmolVLM, Idefics3) render only content given as a list of typed parts
+        probe = tokenizer.apply_chat_template(
+            [{"role": "user", "content": PROBE}], tokenize=False, **self.template_kwargs
+        )
+        self.parts_content = PROBE not in probe
+
+    def template_messages(self, messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``messages`` as the template reads them: text content as a list of one text part where it must be.
+
+        Example:
+            >>> TemplateHistory(tokenizer, window=None).template_messages([{"role": "user", "content": "Hi"}])
+            [{'role': 'user', 'content': 'Hi'}]
+        """
+        if not self.parts_content:
+            return list(messages)
+        return [{**m, "content": [{"type": "text", "text": m["content"]}]} for m in messages]
 
     @staticmethod
     def opening(system_prompt: str, delta: str) -> list[dict[str, Any]]:
@@ -105,8 +123,8 @@ class TemplateHistory:
     def render(self, messages: Sequence[dict[str, Any]], tools: Sequence[dict], *, generation: bool) -> str:
         """The template's text of ``messages`` (as :meth:`prompt_ids` tokenizes it)."""
         return self.tokenizer.apply_chat_template(
-            list(messages), tools=list(tools) or None, tokenize=False, add_generation_prompt=generation,
-            **self.template_kwargs,
+            self.template_messages(messages), tools=list(tools) or None, tokenize=False,
+            add_generation_prompt=generation, **self.template_kwargs,
         )  # fmt: skip
 
     def prompt_ids(
@@ -117,7 +135,7 @@ class TemplateHistory:
         Returns:
             The prompt's token ids, exactly the template's (``tokenize=True``).
         """
-        chosen = [messages[i] for i in indices]
+        chosen = self.template_messages([messages[i] for i in indices])
         ids = self.tokenizer.apply_chat_template(
             chosen, tools=list(tools) or None, tokenize=True, add_generation_prompt=True, return_dict=False,
             **self.template_kwargs,
