@@ -87,7 +87,10 @@ def measure(args) -> list[Row]:
 
             return run
 
-        times = interleaved({name: side(name, settings) for name, settings in POLICIES.items()}, args.repeats)
+        sides = {name: side(name, settings) for name, settings in POLICIES.items()}
+        sides["full"]()  # warm-up (threads, allocator)
+        figures["full"].clear()
+        times = interleaved(sides, args.repeats)
         base = median(times["full"])
         for name in POLICIES:
             encoded = median([e for e, _, _ in figures[name]])
