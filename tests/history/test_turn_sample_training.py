@@ -211,3 +211,15 @@ def test_pipelined_rollouts_train_turn_samples_with_the_importance_correction(qw
     logs = [h for h in trainer.state.log_history if "pipeline/staleness" in h]
     assert [h["pipeline/staleness"] for h in logs] == [0, 1]
     assert all("sampling/importance_sampling_ratio/mean" in h for h in logs)
+
+
+def test_trls_async_worker_refuses_per_turn_histories(qwen3_tokenizer):
+    from trl_env.testing import InstantGenerator
+    from trl_env.trainer.async_worker import EnvRolloutWorker
+
+    generator = InstantGenerator([100], stop_id=qwen3_tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    with pytest.raises(ConfigError, match="history='window'"):
+        EnvRolloutWorker(
+            Talk, ["a"], generator, qwen3_tokenizer, num_generations=2, groups_per_batch=1, history="window",
+            allow_non_additive=True,
+        )  # fmt: skip
