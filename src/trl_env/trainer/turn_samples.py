@@ -112,7 +112,10 @@ def expand_turn_samples(
         for position in keep:
             sample = row[position]
             start = sample["span"][0]
-            value = advantages[index] if advantages.dim() == 1 else advantages[index, start]
+            if advantages.dim() == 1:
+                value = advantages[index]
+            else:  # a turn with no sampled token trains nothing: any value will do
+                value = advantages[index, start] if start < advantages.shape[1] else 0.0
             weight = len(row) / len(keep)
             if trainer.loss_type in SEQUENCE_MEAN:
                 weight *= sum(sample["env_mask"]) / episode_tokens
