@@ -83,12 +83,33 @@ class Segment:
 
 
 @dataclass
+class TurnSample:
+    """One model turn as its own training sample (``history="template"`` or ``"window"``).
+
+    ``prompt_ids`` is the chat template's rendering of ``Episode.messages`` at ``message_indices`` (the
+    conversation before the turn, or its window) with the generation prompt; ``completion_ids`` the sampled ids
+    verbatim (mask 1), then the end-of-turn token with mask 0 when the turn was cut at its budget.
+    """
+
+    turn: int
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    logprobs: list[float]
+    env_mask: list[int]
+    message_indices: list[int]
+
+
+@dataclass
 class Episode:
     """Token sequence, reward and transcript of one episode.
 
     In a tree rollout an episode is one leaf path: ``tree_nodes`` are the ids of the shared prefixes it
     passes through (root first, unique within a batch) and ``tree_branch_points`` the completion offsets
     where each ends (see :mod:`trl_env.trainer.tree_advantages`); both empty for a plain episode.
+
+    Under ``history="template"`` or ``"window"`` every model turn is also its own sample (``turn_samples``,
+    rendered from ``messages`` with ``tools``); ``completion_ids`` then holds the sampled turns one after the
+    other, without env text (the turns' ``span`` index it), and ``prompt_ids`` the first turn's prompt.
     """
 
     seed: str
@@ -106,6 +127,10 @@ class Episode:
     sampled_ids: list[int] = field(default_factory=list, repr=False)
     tree_nodes: list[str] = field(default_factory=list, repr=False)
     tree_branch_points: list[int] = field(default_factory=list, repr=False)
+    messages: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    tools: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    turn_samples: list[TurnSample] = field(default_factory=list, repr=False)
+    history_text: str = field(default="", repr=False)
 
     @property
     def num_turns(self) -> int:
@@ -142,7 +167,10 @@ class Episode:
 
     @property
     def text(self) -> str:
-        """The whole episode as text: prompt, then every segment in order."""
+        """The whole episode as text: prompt, then every segment in order (per-turn histories: the whole
+        conversation as the chat template renders it at the end)."""
+        if self.history_text:
+            return self.history_text
         return self.prompt_text + "".join(segment.text for segment in self.segments)
 
     def check(self, tokenizer: PreTrainedTokenizerBase | None = None) -> None:
@@ -161,6 +189,12 @@ class Episode:
             raise InvariantError(f"episode {self.seed!r}: mask-1 tokens differ from the sampled ids")
         if not all(math.isfinite(x) for x in self.logprobs):
             raise InvariantError(f"episode {self.seed!r}: non-finite logprob")
+        for sample in self.turn_samples:
+            n = len(sample.completion_ids)
+            start, end = self.turns[sample.turn].span
+            sampled = [i for i, m in zip(sample.completion_ids, sample.env_mask, strict=True) if m == 1]
+            if len(sample.env_mask) != n or len(sample.logprobs) != n or sampled != self.completion_ids[start:end]:
+                raise InvariantError(f"episode {self.seed!r}: turn sample {sample.turn} differs from the turn's tokens")
         if tokenizer is None:
             return
         for segment in self.segments:
@@ -194,4 +228,17 @@ class Episode:
             "metrics": self.metrics,
             "turns": [dataclasses.asdict(turn) for turn in self.turns],
             "text": self.text,
+            **(
+                {"turn_samples": [self._sample_record(sample) for sample in self.turn_samples]}
+                if self.turn_samples
+                else {}
+            ),
+        }
+
+    def _sample_record(self, sample: TurnSample) -> dict[str, Any]:
+        return {
+            "turn": sample.turn,
+            "prompt_tokens": len(sample.prompt_ids),
+            "completion_tokens": len(sample.completion_ids),
+            "messages": [self.messages[i] for i in sample.message_indices],
         }

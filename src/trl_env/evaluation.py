@@ -177,7 +177,9 @@ def evaluate(
     Returns:
         The summary, with one record per episode.
     """
-    processor = processor if processor is not None else ChatTemplateProcessor(tokenizer)
+    rollout_config = RolloutConfig.from_kwargs(config, **settings)
+    if processor is None:
+        processor = ChatTemplateProcessor(tokenizer, per_turn=rollout_config.per_turn)
     generator = EpisodeCacheGenerator(
         model,
         tokenizer,
@@ -185,7 +187,7 @@ def evaluate(
         stop_token_ids=stop_token_ids(model, tokenizer, processor),
         model_context=autocast_context(model, autocast_dtype),
     )
-    engine = RolloutEngine(generator, processor, tokenizer, RolloutConfig.from_kwargs(config, **settings))
+    engine = RolloutEngine(generator, processor, tokenizer, rollout_config)
     start = time.perf_counter()
     records: list[dict[str, Any]] = []
     bar = tqdm(total=len(seeds), desc="eval episodes", unit="ep", disable=not progress)

@@ -66,8 +66,14 @@ def _split_at(text: str, sentinel: str, what: str) -> tuple[str, str]:
     return before, after
 
 
-def derive_chunks(tokenizer: PreTrainedTokenizerBase, template_kwargs: dict[str, Any] | None = None) -> ChatChunks:
+def derive_chunks(
+    tokenizer: PreTrainedTokenizerBase, template_kwargs: dict[str, Any] | None = None, *, per_turn: bool = False
+) -> ChatChunks:
     """Cut the tokenizer's chat template into :class:`ChatChunks`.
+
+    ``per_turn=True`` (``history="template"``/``"window"``, where the template renders every prompt itself) skips
+    the two checks that only a single growing sequence needs: the generation prompt may be rendered differently in
+    the history (DeepSeek-R1, Qwen3.5), and the chunks then serve only to end and parse a turn.
 
     Example:
         >>> derive_chunks(tokenizer).turn_end
@@ -97,7 +103,7 @@ def derive_chunks(tokenizer: PreTrainedTokenizerBase, template_kwargs: dict[str,
     between_turns, last_suffix = _split_at(rest, USER_2, "second user message")
 
     remainder = history_generation[len(generation_suffix) :]
-    if not history_generation.startswith(generation_suffix) or remainder.strip():
+    if not per_turn and (not history_generation.startswith(generation_suffix) or remainder.strip()):
         raise ChunkingError(
             f"the generation prompt {generation_suffix!r} is not re-rendered in the history "
             f"(history shows {history_generation!r} before an assistant message), so a multi-turn sequence "
@@ -105,7 +111,7 @@ def derive_chunks(tokenizer: PreTrainedTokenizerBase, template_kwargs: dict[str,
             "(or deepseek_r1, ...) on the trl-env command line, trl_env.chat.presets.preset('qwen3_nothink') "
             "in Python (the names: trl_env.chat.presets.PRESETS)"
         )
-    if last_suffix != generation_suffix:
+    if not per_turn and last_suffix != generation_suffix:
         raise ChunkingError(f"later turns end with {last_suffix!r} but the first with {generation_suffix!r}")
 
     turn_end = next((s for s in specials if between_turns.startswith(s)), None)
@@ -163,7 +169,8 @@ class ChatTemplateProcessor(ChunkedProcessor):
     ``thinking`` is passed to the template as ``enable_thinking`` (only where the template
     reads it). Answers are parsed with ``tokenizer.parse_response``; a tokenizer without a
     response template gets one from TRL's known families, and failing that, answers are
-    split on the family's thinking markers.
+    split on the family's thinking markers. ``per_turn=True`` builds the processor of
+    ``history="template"``/``"window"``, which accepts every template (see :func:`derive_chunks`).
 
     Example:
         >>> processor = ChatTemplateProcessor(tokenizer)
@@ -171,7 +178,9 @@ class ChatTemplateProcessor(ChunkedProcessor):
         ('plan', '42')
     """
 
-    def __init__(self, tokenizer: PreTrainedTokenizerBase, *, thinking: bool | None = None) -> None:
+    def __init__(
+        self, tokenizer: PreTrainedTokenizerBase, *, thinking: bool | None = None, per_turn: bool = False
+    ) -> None:
         template = tokenizer.chat_template or ""
         template_kwargs: dict[str, Any] = {}
         if thinking is not None:
@@ -179,7 +188,7 @@ class ChatTemplateProcessor(ChunkedProcessor):
                 raise TemplateError("thinking= was given but this chat template has no enable_thinking switch")
             template_kwargs["enable_thinking"] = thinking
         super().__init__(
-            derive_chunks(tokenizer, template_kwargs),
+            derive_chunks(tokenizer, template_kwargs, per_turn=per_turn),
             think_markers=_think_markers(template),
             template_kwargs=template_kwargs,
             tool_format=format_of_template(template),  # when the tokenizer has no response template

@@ -298,7 +298,12 @@ def build_processor(args: argparse.Namespace, tokenizer: Any) -> Any:
     from trl_env.chat.template_processor import ChatTemplateProcessor, ChunkingError
 
     try:
-        processor = preset(args.preset) if args.preset else ChatTemplateProcessor(tokenizer, thinking=args.thinking)
+        per_turn = getattr(args, "history", "full") != "full"  # the template renders every prompt (any template)
+        processor = (
+            preset(args.preset)
+            if args.preset
+            else ChatTemplateProcessor(tokenizer, thinking=args.thinking, per_turn=per_turn)
+        )
     except (ChunkingError, ValueError) as error:
         raise UsageError(f"cannot build a processor: {error}") from None
     return with_answer_prefix(processor, args.answer_prefix)

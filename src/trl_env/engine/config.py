@@ -36,6 +36,8 @@ EnvIsolation = Literal["auto", "process", "thread", "ray"]
 ENV_ISOLATION: tuple[str, ...] = ("auto", "process", "thread", "ray")
 Schedule = Literal["episode", "turn"]
 SCHEDULE: tuple[str, ...] = ("episode", "turn")
+History = Literal["full", "template", "window"]
+HISTORY: tuple[str, ...] = ("full", "template", "window")
 
 
 def _doc(text: str, **extra: Any) -> Any:
@@ -137,6 +139,26 @@ class RolloutConfig:
             parse=TreeShape.parse,
         ),
     )
+    history: History = field(
+        default="full",
+        metadata=_doc(
+            "what the model sees of earlier turns: 'full' (one growing sequence per episode, trained as one "
+            "sample), 'template' (each model turn is its own sample, prompted with the chat template's rendering "
+            "of the conversation so far), 'window' (as template, keeping the system prompt, the first observation "
+            "and the last history_window turns)",
+            choices=HISTORY,
+        ),
+    )
+    history_window: int = field(
+        default=4, metadata=_doc("history='window': the earlier model turns (with the env's answers) each prompt keeps")
+    )
+    max_turn_samples: int | None = field(
+        default=None,
+        metadata=_doc(
+            "history='template'/'window': most turn samples trained per step and process; beyond it every episode "
+            "keeps an equal share of its turns, drawn at random and reweighted (None: all)"
+        ),
+    )
     check_invariants: bool = field(
         default=True, metadata=_doc("check every episode's token/mask/logprob invariants after a rollout")
     )
@@ -174,10 +196,27 @@ class RolloutConfig:
             not isinstance(self.failure_reward, int | float) or not math.isfinite(self.failure_reward)
         ):
             raise ConfigError(f"RolloutConfig.failure_reward must be a finite number, got {self.failure_reward!r}")
+        if self.history not in HISTORY:
+            raise ConfigError(f"RolloutConfig.history must be one of {HISTORY}, got {self.history!r}")
+        if self.history != "full" and self.tree is not None:
+            raise ConfigError(
+                f"RolloutConfig.history={self.history!r} trains each turn as its own sample, which tree rollouts "
+                "(shared prefixes credited once) do not support: use history='full' with tree="
+            )
         if self.tree is not None and not isinstance(self.tree, TreeShape):
             raise ConfigTypeError(f"RolloutConfig.tree must be a TreeShape or None, got {self.tree!r}")
         if not isinstance(self.system_prompt, str):
             raise ConfigTypeError(f"RolloutConfig.system_prompt must be a str, got {type(self.system_prompt).__name__}")
+
+    @property
+    def per_turn(self) -> bool:
+        """True when every model turn is its own training sample (``history`` is ``"template"`` or ``"window"``).
+
+        Example:
+            >>> RolloutConfig().per_turn, RolloutConfig(history="window").per_turn
+            (False, True)
+        """
+        return self.history != "full"
 
     @classmethod
     def from_kwargs(cls, base: RolloutConfig | None = None, **overrides: Any) -> RolloutConfig:

@@ -26,13 +26,15 @@ from copy import deepcopy
 from typing import TYPE_CHECKING
 
 from trl_env.chat.chunk_encoder import ChunkEncoder
+from trl_env.chat.chunked_processor import ChunkedProcessor
 from trl_env.chat.parsing import parse_turn
 from trl_env.core import Generation, Processor, ToolResult
 from trl_env.engine.config import RolloutConfig
 from trl_env.engine.fault_policy import EnvError
+from trl_env.engine.history import TemplateHistory
 from trl_env.engine.tree import leaf_nodes
 from trl_env.envpool.pool import EnvFault, EnvPool, EnvReply, EnvSlot
-from trl_env.episode import Episode, SegmentKind, StopReason, Turn
+from trl_env.episode import Episode, SegmentKind, StopReason, Turn, TurnSample
 from trl_env.errors import ConfigError
 from trl_env.generation.base import cut_at_stop
 
@@ -54,11 +56,20 @@ class LiveEpisode:
         self.context = list(episode.prompt_ids)
         self.turn: Turn | None = None  # the turn whose env step is in flight
         self.branch_points: list[int] = []  # completion offsets of the forks so far
+        self.opening = len(episode.messages)  # per-turn histories: the messages every prompt keeps
+        self.shown = list(range(self.opening))  # per-turn histories: the messages the current prompt renders
+        self.prompt_length = len(self.context)  # per-turn histories: the current turn's prompt length
+        self.replaced: list[int] | None = None  # per-turn histories: the last turn's context, until the next call
 
     def budget_left(self, config: RolloutConfig) -> int | float:
+        """Tokens left before the context is longer than the first prompt plus ``max_completion_tokens``.
+
+        Under ``history="full"`` the context is the first prompt and the completion, so this is the episode
+        budget minus the completion; under per-turn histories it bounds every turn sample's length the same way.
+        """
         if config.max_completion_tokens is None:
             return float("inf")
-        return config.max_completion_tokens - len(self.episode.completion_ids)
+        return config.max_completion_tokens + len(self.episode.prompt_ids) - len(self.context)
 
     def turn_budget(self, config: RolloutConfig) -> int:
         """Tokens the next model turn may sample."""
@@ -94,6 +105,11 @@ class EpisodeSteps:
         self.forks: list[Future] = []  # replies of EnvPool.fork: a fault shows in the branch's next step
         self.sampled_tokens = 0
         self.on_end: Callable[[list[int]], None] | None = None  # told each ended episode's last context
+        self.history: TemplateHistory | None = None
+        if config.per_turn:
+            kwargs = processor.template_kwargs if isinstance(processor, ChunkedProcessor) else {}
+            window = config.history_window if config.history == "window" else None
+            self.history = TemplateHistory(tokenizer, window=window, template_kwargs=kwargs)
 
     @property
     def leaves_per_root(self) -> int:
@@ -128,6 +144,13 @@ class EpisodeSteps:
             return None
         delta = self.encoder.truncate(reply.delta, config.max_env_tokens)
         system_prompt = config.system_prompt if reply.system_prompt is None else reply.system_prompt
+        if self.history is not None:
+            messages = self.history.opening(system_prompt, delta)
+            prompt_ids = self.history.prompt_ids(messages, range(len(messages)), reply.tools)
+            prompt_text = self.history.render(messages, reply.tools, generation=True)
+            episode = Episode(seed=seed, prompt_ids=prompt_ids, prompt_text=prompt_text, reward=reply.reward)
+            episode.messages, episode.tools = messages, list(reply.tools)
+            return LiveEpisode(slot, episode, root)
         prompt_ids, prompt_text = self.encoder.prompt(system_prompt, delta, reply.tools)
         episode = Episode(seed=seed, prompt_ids=prompt_ids, prompt_text=prompt_text, reward=reply.reward)
         return LiveEpisode(slot, episode, root)
@@ -159,6 +182,9 @@ class EpisodeSteps:
         budget = run.turn_budget(config)
         ids, logprobs = ids[:budget], logprobs[:budget]
         self.sampled_tokens += len(ids)
+        if run.replaced is not None and self.on_end is not None:  # its keys and values served this call: drop them
+            self.on_end(run.replaced)
+        run.replaced = None
         stopped = bool(ids) and ids[-1] == encoder.turn_end_id
         text = self.tokenizer.decode(ids, clean_up_tokenization_spaces=False)
         start = len(run.episode.completion_ids)
@@ -169,6 +195,14 @@ class EpisodeSteps:
         span = (start, start + len(ids))
         turn = Turn(body, parsed.reasoning, parsed.action, parsed.ok and bool(body.strip()), stopped, span=span)
         run.episode.turns.append(turn)
+        sample = None
+        if self.history is not None:  # the turn is its own sample: the prompt it was sampled from, its ids
+            sample = TurnSample(
+                run.episode.num_turns - 1, run.context[: run.prompt_length], list(ids), list(logprobs),
+                [1] * len(ids), list(run.shown),
+            )  # fmt: skip
+            run.episode.turn_samples.append(sample)
+            run.episode.messages.append({"role": "assistant", "content": body})
         if not stopped:
             if run.budget_left(config) < 1:
                 self.finish(run, StopReason.TOKEN_BUDGET)
@@ -176,6 +210,10 @@ class EpisodeSteps:
             close = [encoder.turn_end_id]
             run.episode.add_env_tokens(close, encoder.turn_end, SegmentKind.TURN_END)
             run.context.extend(close)
+            if sample is not None:
+                sample.completion_ids.append(encoder.turn_end_id)
+                sample.logprobs.append(0.0)
+                sample.env_mask.append(0)
         run.turn = turn
         return True
 
@@ -203,6 +241,8 @@ class EpisodeSteps:
         if run.episode.num_turns >= config.max_turns:
             self.finish(run, StopReason.MAX_TURNS)
             return False
+        if self.history is not None:
+            return self._next_prompt(run, delta, results)
         ids, text = self.encoder.env_turn(delta, results, close_turn=False)
         if len(ids) + 1 > run.budget_left(config):
             self.finish(run, StopReason.TOKEN_BUDGET)
@@ -211,9 +251,28 @@ class EpisodeSteps:
         run.context.extend(ids)
         return True
 
+    def _next_prompt(self, run: LiveEpisode, delta: str, results: list[ToolResult]) -> bool:
+        """Per-turn histories: render the next turn's prompt; True when it fits the budget with a sampled token."""
+        assert self.history is not None
+        episode = run.episode
+        episode.messages += self.history.answer(delta, results)
+        shown = self.history.indices(episode.messages, run.opening)
+        prompt = self.history.prompt_ids(episode.messages, shown, episode.tools)
+        budget = self.config.max_completion_tokens
+        if budget is not None and len(prompt) + 1 > budget + len(episode.prompt_ids):
+            self.finish(run, StopReason.TOKEN_BUDGET)
+            return False
+        run.replaced = run.context  # kept for the next call, which may reuse its start (kv cache)
+        run.context, run.shown, run.prompt_length = prompt, shown, len(prompt)
+        return True
+
     def finish(self, run: LiveEpisode, reason: StopReason) -> None:
         if self.on_end is not None:
             self.on_end(run.context)
+            if run.replaced is not None:
+                self.on_end(run.replaced)
+        if self.history is not None:  # the transcript: the whole conversation as the template renders it
+            run.episode.history_text = self.history.render(run.episode.messages, run.episode.tools, generation=False)
         run.episode.stop_reason = reason
         self.releases.append((run.episode, self.pool.release(run.slot)))
         self.finished.append(run.episode)

@@ -47,6 +47,31 @@ def common_prefix_length(contexts: Sequence[Sequence[int]]) -> int:
     return length
 
 
+def _extends(context: Sequence[int], key: tuple[int, ...]) -> bool:
+    return len(key) <= len(context) and context[len(key) - 1] == key[-1] and tuple(context[: len(key)]) == key
+
+
+def _shared_length(key: tuple[int, ...], context: Sequence[int]) -> int:
+    """The number of leading tokens ``key`` and ``context`` share (slices compare in C: a binary search).
+
+    Example:
+        >>> _shared_length((1, 2, 3, 4), [1, 2, 9]), _shared_length((1, 2), [1, 2, 3]), _shared_length((5,), [1])
+        (2, 2, 0)
+    """
+    if not key or not context or key[0] != context[0]:
+        return 0
+    if _extends(context, key):
+        return len(key)
+    low, high = 1, min(len(key), len(context))  # key[:low] == context[:low]; the answer is in [low, high]
+    while low < high:
+        middle = (low + high + 1) // 2
+        if key[:middle] == tuple(context[:middle]):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def has_plain_cache(model: PreTrainedModel) -> bool:
     """Whether every layer of ``model``'s KV cache is plain full attention (no sliding window, no linear state).
 
@@ -204,7 +229,10 @@ class EpisodeCacheGenerator(PrefixCachingGenerator):
                 generations = self._continue(model, contexts, found, max_new_tokens)
         finally:
             self._leaving = None
-        self._store(contexts, generations, {key for _, key in found if key is not None}, leaving)
+        # an entry the context extends is superseded by this call's; one it only shares a prefix with may still
+        # be another episode's (per-turn histories drop their own old ones: EpisodeSteps calls end_episode)
+        superseded = {key for context, (_, key) in zip(contexts, found, strict=True) if key and _extends(context, key)}
+        self._store(contexts, generations, superseded, leaving)
         return generations
 
     def _drop_if_weights_changed(self, model: PreTrainedModel) -> None:
@@ -216,16 +244,18 @@ class EpisodeCacheGenerator(PrefixCachingGenerator):
             self._weights_version = version
 
     def _longest_stored_prefix(self, context: list[int]) -> tuple[int, tuple[int, ...] | None]:
-        """(tokens reusable, stored key): at most ``len(context) - 1`` (one token must be fed)."""
+        """(tokens reusable, stored key): at most ``len(context) - 1`` (one token must be fed).
+
+        A stored context shares its keys and values up to the first token where it and ``context`` differ, so
+        a prompt that rewrites the end of the history (a chat template dropping old thinking, a sliding window:
+        ``history="template"``/``"window"``) still reuses what comes before.
+        """
         best: tuple[int, tuple[int, ...] | None] = (0, None)
         for key in self._entries:
-            if (
-                best[0] < len(key) <= len(context)
-                and context[len(key) - 1] == key[-1]
-                and tuple(context[: len(key)]) == key
-            ):
-                best = (min(len(key), len(context) - 1), key)
-        return best
+            shared = _shared_length(key, context)
+            if shared > best[0]:
+                best = (shared, key)
+        return (min(best[0], len(context) - 1), best[1]) if best[1] is not None else best
 
     def _continue(
         self,
@@ -277,7 +307,7 @@ class EpisodeCacheGenerator(PrefixCachingGenerator):
         self,
         contexts: list[list[int]],
         generations: list[Generation],
-        reused: set[tuple[int, ...]],
+        reused: set[tuple[int, ...]],  # the entries this call's contexts extend: replaced by longer ones
         leaving: dict[int, list[tuple[torch.Tensor, torch.Tensor]]],
     ) -> None:
         """Replace the reused entries by this call's; beyond ``max_entries``, drop the least recently used."""

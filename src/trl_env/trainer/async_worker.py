@@ -130,6 +130,11 @@ class EnvRolloutWorker:
         rollout_config = RolloutConfig.from_kwargs(config, **settings)
         if rollout_config.tree is not None:  # a tree's leaves are not one group per seed; TRL has no tree advantage
             raise ConfigError("EnvRolloutWorker plays plain episodes; tree rollouts need TurnLevelGRPOTrainer")
+        if rollout_config.per_turn:  # its samples are whole episodes; per-turn samples need TurnLevelGRPOTrainer
+            raise ConfigError(
+                f"EnvRolloutWorker queues one sample per episode; history={rollout_config.history!r} (one sample per "
+                "model turn) is not supported there yet: use TurnLevelGRPOTrainer with make_rollout_func"
+            )
         self.env_factory = env_factory
         self.engine = RolloutEngine(generator, processor, tokenizer, rollout_config)
         self.num_generations, self.groups_per_batch = num_generations, groups_per_batch

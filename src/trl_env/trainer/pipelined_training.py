@@ -64,8 +64,8 @@ def check_pipelined_trainer(trainer: Any, max_staleness: int) -> None:
         raise ConfigError(
             f"max_staleness={max_staleness} trains on samples from a policy up to {max_staleness} steps old, and "
             f"{type(trainer).__name__} corrects the loss for that only on its own vLLM path; use "
-            "trl_env.TurnLevelGRPOTrainer (advantage_mode='episode' is plain GRPO), which applies TRL's importance "
-            "sampling correction to any generator"
+            "trl_env.trainer.turn_level_grpo.TurnLevelGRPOTrainer (advantage_mode='episode' is plain GRPO), which "
+            "applies TRL's importance sampling correction to any generator"
         )
     trainer.samples_off_policy = True
 

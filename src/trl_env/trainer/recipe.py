@@ -160,7 +160,8 @@ def build_trainer(
             task_type="CAUSAL_LM",
         )
         model = get_peft_model(model, lora)
-    processor = processor if processor is not None else ChatTemplateProcessor(tokenizer)
+    if processor is None:
+        processor = ChatTemplateProcessor(tokenizer, per_turn=settings.rollout.per_turn)
     rollout_func = make_rollout_func(
         env_factory,
         processor,
@@ -175,7 +176,8 @@ def build_trainer(
     check_tree_credit(settings.rollout.tree, settings.advantage, settings.num_generations)  # now, not at step 1
     trainer_class: Any = GRPOTrainer
     extra: dict[str, Any] = {}
-    if settings.advantage != "episode" or settings.max_staleness > 0:  # it also corrects pipelined batches
+    # it also corrects pipelined batches and trains per-turn samples
+    if settings.advantage != "episode" or settings.max_staleness > 0 or settings.rollout.per_turn:
         from trl_env.trainer.turn_level_grpo import TurnLevelGRPOTrainer
 
         trainer_class, extra = TurnLevelGRPOTrainer, {"advantage_mode": settings.advantage, "gamma": settings.gamma}

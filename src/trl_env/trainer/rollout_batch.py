@@ -46,7 +46,8 @@ def episodes_to_batch(
     ``env_reward`` is None (unscorable) unless ``failure_reward`` is set. Per-turn columns for
     turn-level credit (:mod:`trl_env.trainer.turn_level_grpo`): ``turn_rewards``, ``turn_spans``,
     ``state_keys`` and ``failed``; for tree rollouts (mode ``"tree"``), ``tree_nodes`` and ``tree_branch_points``
-    (empty lists for plain episodes).
+    (empty lists for plain episodes); under ``history="template"``/``"window"``, ``turn_samples``
+    (:mod:`trl_env.trainer.turn_samples`).
 
     Example:
         >>> batch = episodes_to_batch([Episode(seed="s", prompt_ids=[1], prompt_text="")], turn_end_id=2)
@@ -89,4 +90,26 @@ def episodes_to_batch(
         batch["failed"].append(episode.failed)
         batch["tree_nodes"].append(list(episode.tree_nodes))
         batch["tree_branch_points"].append(list(episode.tree_branch_points))
+    if any(episode.turn_samples for episode in episodes):  # history="template"/"window": one sample per turn
+        batch["turn_samples"] = [turn_sample_rows(episode) for episode in episodes]
     return batch
+
+
+def turn_sample_rows(episode: Episode) -> list[dict[str, Any]]:
+    """The episode's turn samples as plain dicts, each with its turn's ``span`` in the episode's completion.
+
+    Example:
+        >>> turn_sample_rows(Episode(seed="s", prompt_ids=[1], prompt_text=""))
+        []
+    """
+    return [
+        {
+            "turn": sample.turn,
+            "prompt_ids": sample.prompt_ids,
+            "completion_ids": sample.completion_ids,
+            "logprobs": sample.logprobs,
+            "env_mask": sample.env_mask,
+            "span": list(episode.turns[sample.turn].span),
+        }
+        for sample in episode.turn_samples
+    ]

@@ -36,7 +36,7 @@ from trl_env.trainer.pipelined_training import LockedVLLM, check_pipelined_train
 from trl_env.trainer.policy_snapshot import PolicySnapshot
 from trl_env.trainer.rollout_batch import episodes_to_batch
 from trl_env.trainer.sampling import snapshot_generator, trainer_generator, trainer_stop_token_ids
-from trl_env.trainer.setting_checks import check_tree_credit, episode_budget, trainer_advantage
+from trl_env.trainer.setting_checks import check_tree_credit, check_turn_samples, episode_budget, trainer_advantage
 from trl_env.trainer.transcript_tables import attach_tables
 from trl_env.trainer.transcripts import FlushTranscripts, TranscriptRecorder
 from trl_env.trainer.trl_compat import (
@@ -135,6 +135,10 @@ def make_rollout_func(
             :class:`~trl_env.trainer.turn_level_grpo.TurnLevelGRPOTrainer` (``advantage_mode="episode"`` is plain
             GRPO), or the trainer's vLLM (``use_vllm=True``, one process, no sleep mode), which TRL corrects.
 
+    ``history="template"``/``"window"`` (a :class:`RolloutConfig` field) trains one sample per model turn under
+    :class:`~trl_env.trainer.turn_level_grpo.TurnLevelGRPOTrainer` (:mod:`~trl_env.trainer.turn_samples`); the
+    default processor then accepts every chat template, and no additivity check is needed.
+
     Returns:
         ``rollout_func(prompts, trainer)`` for ``GRPOTrainer(rollout_func=...)``. Its ``engine`` attribute is
         the :class:`~trl_env.engine.rollout.RolloutEngine` of the latest call (its generator, config and
@@ -165,12 +169,14 @@ def make_rollout_func(
 
     def build(trainer: Any) -> RolloutEngine:
         check_tree_credit(base_config.tree, trainer_advantage(trainer), trainer.num_generations)
+        check_turn_samples(base_config, trainer)
         problem = launch_problem(os.environ, trainer.accelerator.num_processes)
         if problem is not None:
             warnings.warn(problem, stacklevel=3)
         tokenizer = trainer_tokenizer(trainer)
-        chosen = processor if processor is not None else ChatTemplateProcessor(tokenizer)
-        if not allow_non_additive:
+        per_turn = base_config.per_turn  # the template renders every prompt: no chunk is joined to another
+        chosen = processor if processor is not None else ChatTemplateProcessor(tokenizer, per_turn=per_turn)
+        if not allow_non_additive and not per_turn:
             report = check_additivity(tokenizer, chosen)
             if not report.ok:
                 raise NonAdditiveProcessorError(
@@ -240,6 +246,8 @@ def make_rollout_func(
                 current["tables"].add(trainer.state.global_step, episodes[:transcripts_per_step])
         batch = episodes_to_batch(episodes, engine.encoder.turn_end_id, engine.config.failure_reward)
         batch["policy_version"] = [version] * len(episodes)
+        if engine.config.per_turn:  # TRL copies a scalar onto every row: the trainer's cap on turn samples
+            batch["max_turn_samples"] = engine.config.max_turn_samples
         return batch
 
     rollout_func.engine = None  # type: ignore[attr-defined]

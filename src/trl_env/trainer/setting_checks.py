@@ -7,6 +7,7 @@ these, so a combination is refused with the same message whichever path builds t
   ``GRPOConfig.max_completion_length``; a larger ``RolloutConfig.max_completion_tokens`` is refused.
 * :func:`check_tree_credit`: tree rollouts and the ``"tree"`` advantage go together, and the group size
   must be a multiple of the tree's leaves per root.
+* :func:`check_turn_samples`: per-turn histories need a trainer that trains turn samples, and no KL term.
 
 Example:
     >>> from trl_env.engine.tree import TreeShape
@@ -80,6 +81,31 @@ def check_tree_credit(tree: TreeShape | None, advantage: str, num_generations: i
         )
     if tree is not None:
         tree.roots(num_generations)  # names a group size the tree does not divide now, not at the first rollout
+
+
+def check_turn_samples(config: RolloutConfig, trainer: Any) -> None:
+    """Refuse ``history="template"``/``"window"`` under a trainer that would train only the carriers.
+
+    A plain ``GRPOTrainer`` would train each episode's carrier row (its turns without the env text between them),
+    not its turn samples; the KL term (``beta > 0``) would need reference logprobs of every turn sample, which
+    :mod:`~trl_env.trainer.turn_samples` does not compute yet.
+
+    Args:
+        config: the rollout config.
+        trainer: the ``GRPOTrainer`` about to train.
+
+    Raises:
+        ConfigError: naming the setting and the fix.
+    """
+    if not config.per_turn:
+        return
+    if not getattr(trainer, "trains_turn_samples", False):
+        raise ConfigError(
+            f"history={config.history!r} trains one sample per model turn, which needs TurnLevelGRPOTrainer "
+            f"(advantage_mode='episode' is plain GRPO), not {type(trainer).__name__}"
+        )
+    if getattr(trainer, "beta", 0.0) != 0.0:
+        raise ConfigError(f"history={config.history!r} does not support the KL term yet: set GRPOConfig.beta=0.0")
 
 
 def trainer_advantage(trainer: Any) -> str:

@@ -10,7 +10,8 @@ it calls ``_calculate_rewards``, and ``_compute_loss`` accepts (B, T) advantages
   group baseline and get advantage 0, in every mode (and so do rows whose reward functions all
   returned None);
 * ``_generate_and_score_completions`` replaces ``output["advantages"]`` with the (B, T) tensor of
-  :func:`~trl_env.trainer.advantages.compute_advantages`. Mode ``"episode"`` keeps TRL's own (B,)
+  :func:`~trl_env.trainer.advantages.compute_advantages` (and, under ``history="template"``/``"window"``, the
+  episodes by their turn samples: :mod:`~trl_env.trainer.turn_samples`). Mode ``"episode"`` keeps TRL's own (B,)
   advantages (identical, see the tests); ``"anchor"`` uses them as its episode term, ``"tree"`` as its
   leaf advantages (a shared prefix gets the mean of its scorable leaves', once).
 
@@ -38,6 +39,7 @@ from trl import GRPOTrainer
 from trl_env.errors import ConfigError, TrlEnvError
 from trl_env.trainer.advantages import MODES, AdvantageMode, EpisodeCredit, compute_advantages
 from trl_env.trainer.off_policy import correct_off_policy
+from trl_env.trainer.turn_samples import expand_turn_samples
 
 CREDIT_KEYS = ("turn_rewards", "turn_spans", "state_keys")
 TREE_KEYS = ("tree_nodes", "tree_branch_points")
@@ -72,6 +74,8 @@ class TurnLevelGRPOTrainer(GRPOTrainer):
         self.gamma, self.step_weight, self.scale_turns = gamma, step_weight, scale_turns
         self._credits: list[EpisodeCredit] = []
         self._unscorable: list[bool] = []
+        self._turn_samples: list[Any] = []
+        self._turn_cap: int | None = None
         super().__init__(*args, **kwargs)
 
     def _calculate_rewards(
@@ -80,6 +84,8 @@ class TurnLevelGRPOTrainer(GRPOTrainer):
         # TRL merged the rollout_func's extra keys into `inputs` just before calling this
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         local_failed = [bool(row.get("failed", False)) for row in inputs]
+        self._turn_samples = [row.get("turn_samples") for row in inputs]
+        self._turn_cap = inputs[0].get("max_turn_samples") if inputs else None  # the same on every row
         if self.advantage_mode != "episode":
             self._credits = [
                 _credit(row, len(ids), i, tree=self.advantage_mode == "tree")
@@ -94,11 +100,15 @@ class TurnLevelGRPOTrainer(GRPOTrainer):
 
     corrects_off_policy = True  # pipelined rollouts (make_rollout_func(max_staleness=N)) may train with it
     samples_off_policy = False  # set by a pipelined rollout_func at its first call: correct every batch
+    trains_turn_samples = True  # history="template"/"window" (trl_env.trainer.turn_samples) may train with it
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         output = super()._generate_and_score_completions(inputs)
         if self.advantage_mode != "episode":
             output["advantages"] = self._turn_advantages(output)
+        if any(rows is not None for rows in self._turn_samples):  # per-turn histories: the turns replace the carriers
+            rows = [rows or [] for rows in self._turn_samples]
+            output = expand_turn_samples(self, output, rows, cap=self._turn_cap if self.model.training else None)
         if self.samples_off_policy and self.model.training:
             correct_off_policy(self, output)
         return output

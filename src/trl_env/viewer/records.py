@@ -124,7 +124,8 @@ def episode_record(
     Returns:
         A dict with keys ``seed, step, reward, stop_reason, error, num_turns, success,
         turn_rewards, prompt_text, prompt_ids, completion_ids, env_mask, logprobs, token_texts,
-        segments, turns, parse_failures`` and the ``extra`` ones.
+        segments, turns, parse_failures``, under ``history="template"``/``"window"`` ``turn_samples`` (each
+        turn's own prompt text; the page shows it in the episode's extra table), and the ``extra`` ones.
 
     Example:
         >>> from trl_env import Episode
@@ -162,6 +163,18 @@ def episode_record(
         "metrics": episode.metrics,
         "parse_failures": episode.parse_failures,
     }
+    if episode.turn_samples:  # history="template"/"window": each turn was trained on its own prompt; show it
+        record["turn_samples"] = [
+            {
+                "turn": sample.turn,
+                "prompt_tokens": len(sample.prompt_ids),
+                "completion_tokens": len(sample.completion_ids),
+                "prompt_text": tokenizer.decode(sample.prompt_ids, clean_up_tokenization_spaces=False)
+                if tokenizer is not None
+                else None,
+            }
+            for sample in episode.turn_samples
+        ]
     for key, value in (extra or {}).items():
         if key in record:
             raise DataError(f"episode {episode.seed!r}: extra key {key!r} would replace the record's own field")
