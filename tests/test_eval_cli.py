@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from trl_env.cli import main
-from trl_env.cli.arguments import UsageError, load_factory, read_seeds
+from trl_env.cli.arguments import UsageError, read_seeds
+from trl_env.cli.env_factory import load_factory
 from trl_env.evaluation import EvalSummary, evaluate
 
 ROOT = Path(__file__).resolve().parents[1]

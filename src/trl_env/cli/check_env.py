@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import argparse
 
-from trl_env.cli.arguments import UsageError, add_env_arguments, load_factory
+from trl_env.cli.arguments import UsageError
+from trl_env.cli.env_factory import add_env_arguments, load_factory
 
 DEFAULT_SEEDS = "0,1,seed-a,7"
 

@@ -32,14 +32,13 @@ from pathlib import Path
 
 from trl_env.cli.arguments import (
     add_config_arguments,
-    add_env_arguments,
     add_model_arguments,
     build_processor,
     config_from_args,
-    env_factory_from_args,
     load_model,
     read_seeds,
 )
+from trl_env.cli.env_factory import add_env_arguments, env_factory_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
