@@ -3,7 +3,8 @@
 Each run is ``demo/run_demo.py`` (guess-the-number, SmolLM2-135M-Instruct + LoRA) with a fixed number of optimizer
 steps, one staleness and one training seed, evaluated on held-out episodes after training; ``--no-correction``
 adds the ablation (``max_staleness`` 1 without the importance-sampling correction). Runs go one at a time, each in
-its own process; a run whose ``summary.json`` exists is not run again.
+its own process; a run whose ``summary.json`` exists is not run again. Two invocations with different ``--seeds``
+and ``--threads 1`` share two cores (the results do not depend on speed: runs are bounded by steps, not minutes).
 
 Usage (from the repository root)::
 
@@ -41,7 +42,7 @@ def folder(name: str, seed: int) -> Path:
     return RUNS / f"{name.replace(' ', '_').replace(',', '')}-seed{seed}"
 
 
-def run(seeds: list[int], steps: int, eval_episodes: int, no_correction: bool) -> None:
+def run(seeds: list[int], steps: int, eval_episodes: int, no_correction: bool, threads: int | None = None) -> None:
     for seed in seeds:
         for name, flags in variants(no_correction):
             out = folder(name, seed)
@@ -63,6 +64,7 @@ def run(seeds: list[int], steps: int, eval_episodes: int, no_correction: bool) -
                 "episode",
                 "--out-dir",
                 str(out),
+                *(["--threads", str(threads)] if threads else []),
                 *flags,
             ]
             print(" ".join(command), flush=True)
@@ -99,10 +101,11 @@ def main() -> None:
     go.add_argument("--steps", type=int, default=20)
     go.add_argument("--eval-episodes", type=int, default=64)
     go.add_argument("--no-correction", action="store_true", help="also the ablation without the IS correction")
+    go.add_argument("--threads", type=int, help="torch threads per run (1 lets two runs share 2 cores)")
     sub.add_parser("report")
     args = parser.parse_args()
     if args.command == "run":
-        run(args.seeds, args.steps, args.eval_episodes, args.no_correction)
+        run(args.seeds, args.steps, args.eval_episodes, args.no_correction, args.threads)
     report()
 
 
