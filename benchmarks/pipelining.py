@@ -8,9 +8,11 @@ max(rollout, training), the trainer's idle fraction and the generator's busy fra
 of rollout and training spans per step for the heavy-tailed profile (benchmarks/out/pipelining_timeline.png).
 
     python benchmarks/pipelining.py [--steps 6] [--profiles heavy_tail,one_second,instant] [--model DIR]
+                                    [--env-workers N] [--tag _suffix]
 
 ``--model .cache/smollm2-135m-instruct`` (the demo's model, fetched by ``make demo``) trains SmolLM2-135M in full
-instead of the tiny Qwen3.
+instead of the tiny Qwen3; ``--env-workers 4`` queues the 16 episodes of a step on 4 env workers (more episodes
+than workers, as most runs are).
 """
 
 from __future__ import annotations
@@ -60,9 +62,12 @@ def timed_rollout_func(rollout_func, spans: list):
     return call
 
 
-def run(model, tokenizer, profile: str, staleness: int, steps: int, out_dir: Path) -> dict:
+def run(
+    model, tokenizer, profile: str, staleness: int, steps: int, out_dir: Path, env_workers: int | None = None
+) -> dict:
     factory = functools.partial(SlowEnv, profile)
-    rollout_func = make_rollout_func(factory, max_turns=3, max_turn_tokens=8, max_staleness=staleness)
+    workers = {"env_workers": env_workers} if env_workers else {}  # unset: the default, as users run it
+    rollout_func = make_rollout_func(factory, max_turns=3, max_turn_tokens=8, max_staleness=staleness, **workers)
     waits: list = []
     spans = Spans()
     trainer = TurnLevelGRPOTrainer(
@@ -140,6 +145,9 @@ def main() -> None:
     parser.add_argument("--profiles", default="heavy_tail,one_second,instant")
     parser.add_argument("--model", help="a model folder (default: the tiny Qwen3)")
     parser.add_argument("--tag", default="", help="suffix of the output files, e.g. _smollm2")
+    parser.add_argument(
+        "--env-workers", type=int, help="env workers (default: the library's, 16; fewer queues the 16 episodes)"
+    )
     args = parser.parse_args()
     model, tokenizer = benchmark_model(args.model)
     model.train()
@@ -147,7 +155,7 @@ def main() -> None:
     results = []
     for profile in args.profiles.split(","):
         for staleness in (0, 1, 2):
-            result = run(model, tokenizer, profile, staleness, args.steps, OUT / "pipelining")
+            result = run(model, tokenizer, profile, staleness, args.steps, OUT / "pipelining", args.env_workers)
             results.append(result)
             print(f"{profile:>10} max_staleness={staleness}: step {result['step_s']:.2f} s", flush=True)
     print()
