@@ -16,12 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from openai import OpenAI  # at the top: the pool's workers import it with this module, before any deadline
 
-from examples.agent_calculator.agent import TOOLS, run_tool
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the repository root's examples/
+from examples.agent_calculator.agent import TOOLS, run_tool  # noqa: E402
 
 CALL = '<tool_call>{"name":"multiply","arguments":{"a":6,"b":7}}</tool_call>'
 TASK = "What is 6 * 7 + 1? Use the tools, then call answer()."
