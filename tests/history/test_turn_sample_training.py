@@ -22,7 +22,7 @@ from trl_env.trainer.turn_level_grpo import TurnLevelGRPOTrainer
 from trl_env.trainer.turn_samples import expand_turn_samples, select_turns
 
 
-def train_one_step(model, tokenizer, rollout_func, tmp_path, *, generations=4, **kwargs):
+def train_one_step(model, tokenizer, rollout_func, tmp_path, *, generations=4, beta=0.0, **kwargs):
     """One real TurnLevelGRPOTrainer step; returns the rollout batches, what the loss saw, and the trainer."""
     batches, seen = [], []
 
@@ -32,7 +32,7 @@ def train_one_step(model, tokenizer, rollout_func, tmp_path, *, generations=4, *
 
     args = GRPOConfig(
         output_dir=str(tmp_path), per_device_train_batch_size=generations, num_generations=generations,
-        max_completion_length=1024, max_steps=1, learning_rate=1e-3, beta=0.0, logging_steps=1, report_to="none",
+        max_completion_length=1024, max_steps=1, learning_rate=1e-3, beta=beta, logging_steps=1, report_to="none",
         use_cpu=True, save_strategy="no", bf16=False, seed=0,
     )  # fmt: skip
     trainer = TurnLevelGRPOTrainer(
@@ -223,3 +223,20 @@ def test_trls_async_worker_refuses_per_turn_histories(qwen3_tokenizer):
             Talk, ["a"], generator, qwen3_tokenizer, num_generations=2, groups_per_batch=1, history="window",
             allow_non_additive=True,
         )  # fmt: skip
+
+
+def test_beta_above_zero_gives_every_turn_sample_its_reference_logprobs(qwen3_tokenizer, tiny_model_dir, tmp_path):
+    """beta > 0: the loss batch holds the reference model's logprobs of each turn sample (its own prompt)."""
+    rollout_func = make_rollout_func(Talk, history="template", max_turns=2, max_turn_tokens=4, env_isolation="thread")
+    batch, seen, trainer = train_one_step(str(tiny_model_dir), qwen3_tokenizer, rollout_func, tmp_path, beta=0.5)
+    assert seen["prompt_ids"].shape[0] == sum(batch["num_turns"])  # the turn samples, not the carriers
+    ids = torch.cat([seen["prompt_ids"], seen["completion_ids"]], dim=1)
+    mask = torch.cat([seen["prompt_mask"], seen["completion_mask"]], dim=1)
+    width = seen["completion_ids"].shape[1]
+    with torch.no_grad():  # the reference model (loaded by TRL from the same folder) on each row, by hand
+        logits = trainer.ref_model(input_ids=ids, attention_mask=mask).logits[:, -width - 1 : -1]
+    expected = torch.log_softmax(logits.float(), -1).gather(-1, seen["completion_ids"].unsqueeze(-1)).squeeze(-1)
+    trained = (seen["completion_mask"] * seen["tool_mask"]).bool()
+    assert torch.allclose(seen["ref_per_token_logps"][trained], expected[trained], atol=1e-4)
+    assert trainer.state.global_step == 1
+    assert any("kl" in h for h in trainer.state.log_history)

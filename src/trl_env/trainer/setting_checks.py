@@ -87,8 +87,7 @@ def check_turn_samples(config: RolloutConfig, trainer: Any) -> None:
     """Refuse ``history="template"``/``"window"`` under a trainer that would train only the carriers.
 
     A plain ``GRPOTrainer`` would train each episode's carrier row (its turns without the env text between them),
-    not its turn samples; the KL term (``beta > 0``) would need reference logprobs of every turn sample, which
-    :mod:`~trl_env.trainer.turn_samples` does not compute yet.
+    not its turn samples.
 
     Args:
         config: the rollout config.
@@ -104,8 +103,6 @@ def check_turn_samples(config: RolloutConfig, trainer: Any) -> None:
             f"history={config.history!r} trains one sample per model turn, which needs TurnLevelGRPOTrainer "
             f"(advantage_mode='episode' is plain GRPO), not {type(trainer).__name__}"
         )
-    if getattr(trainer, "beta", 0.0) != 0.0:
-        raise ConfigError(f"history={config.history!r} does not support the KL term yet: set GRPOConfig.beta=0.0")
 
 
 def trainer_advantage(trainer: Any) -> str:

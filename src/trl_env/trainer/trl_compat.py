@@ -60,6 +60,24 @@ def model_for_generation(trainer: Any) -> Callable[[], AbstractContextManager[An
     return context
 
 
+def reference_logps(trainer: Any, ids: Any, mask: Any, completion_width: int) -> Any:
+    """Per-token logprobs of the reference policy on ``ids``, the way TRL 1.16 computes them for ``beta > 0``.
+
+    The trainer's ``ref_model`` when it has one; otherwise (a PEFT adapter) the model with the adapter disabled,
+    or its initial copy named ``"ref"`` when an existing adapter is re-trained.
+    """
+    import torch
+    from trl.trainer.utils import use_adapter
+
+    size = trainer.args.per_device_train_batch_size
+    with torch.no_grad():
+        if trainer.ref_model is not None:
+            return trainer._get_per_token_logps_and_entropies(trainer.ref_model, ids, mask, completion_width, size)[0]
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        with use_adapter(model, adapter_name="ref" if "ref" in model.peft_config else None):
+            return trainer._get_per_token_logps_and_entropies(trainer.model, ids, mask, completion_width, size)[0]
+
+
 def log_metric(trainer: Any, name: str, value: float) -> None:
     """Append ``value`` to the metric ``name`` that TRL averages and logs at each logging step."""
     mode = "train" if trainer.model.training else "eval"

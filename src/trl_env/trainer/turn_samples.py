@@ -26,6 +26,11 @@ without replacement (seeded by the step, so a replay draws the same) and weighte
 the loss stays an unbiased estimate of the uncapped one. The sample count is then padded to a multiple of
 ``steps_per_generation`` (TRL splits the batch evenly) with masked copies that train nothing.
 
+**KL** (``beta > 0``): the reference policy's logprobs are computed for each turn sample (its own prompt) and
+TRL's KL term applies to its tokens unchanged. The weights above scale the advantage, not the KL term: under the
+token-level losses without a cap an episode's KL counts as under ``full``; under the per-sequence losses or a cap
+the KL term is averaged per turn sample (a regulariser, not credit: left as TRL computes it).
+
 Example:
     >>> select_turns([5, 1, 3], cap=4, seed=0)
     [[3, 4], [0], [1]]
@@ -40,12 +45,13 @@ import torch
 
 from trl_env.errors import ConfigError, InvariantError
 from trl_env.trainer.off_policy import importance_ratio
+from trl_env.trainer.trl_compat import reference_logps
 
 SEQUENCE_MEAN = ("grpo", "sapo")
 SEQUENCE_SUM = ("luspo", "dr_grpo")
 REPLACED = {
     "prompt_ids", "prompt_mask", "completion_ids", "completion_mask", "tool_mask", "advantages", "num_items_in_batch",
-    "sampling_per_token_logps", "old_per_token_logps", "importance_sampling_ratio",
+    "sampling_per_token_logps", "old_per_token_logps", "importance_sampling_ratio", "ref_per_token_logps",
 }  # fmt: skip
 
 
@@ -102,7 +108,7 @@ def expand_turn_samples(
     """
     unknown = [key for key, value in output.items() if key not in REPLACED and value is not None]
     if unknown:
-        raise ConfigError(f"per-turn samples do not support the batch entries {unknown} (multimodal or KL inputs)")
+        raise ConfigError(f"per-turn samples do not support the batch entries {unknown} (multimodal inputs)")
     advantages = output["advantages"]
     seed = int(trainer.state.global_step) * 1009 + int(trainer.accelerator.process_index)
     kept = select_turns([len(row) for row in rows], cap, seed)
@@ -166,6 +172,13 @@ def expand_turn_samples(
                 completion_ids.size(1),
                 batch_size=trainer.args.per_device_train_batch_size,
             )
+    if output.get("ref_per_token_logps") is not None:  # beta > 0: the reference policy's, for the turns
+        new["ref_per_token_logps"] = reference_logps(
+            trainer,
+            torch.cat([new["prompt_ids"], new["completion_ids"]], dim=1),
+            torch.cat([new["prompt_mask"], new["completion_mask"]], dim=1),
+            completion_ids.size(1),
+        )
     if output.get("importance_sampling_ratio") is not None:  # TRL's vLLM correction, for the turns
         new["importance_sampling_ratio"], _ = importance_ratio(
             new["old_per_token_logps"],
