@@ -8,8 +8,13 @@ and ``--threads 1`` share two cores (the results do not depend on speed: runs ar
 
 Usage (from the repository root)::
 
-    python experiments/pipelining_learning.py run --seeds 0 1 2 --steps 20
-    python experiments/pipelining_learning.py report
+    python experiments/pipelining_learning.py run --seeds 0 1 2 --steps 10
+    python experiments/pipelining_learning.py report --steps 10
+
+or the two variants side by side, one thread each::
+
+    python experiments/pipelining_learning.py run --seeds 0 1 2 --steps 10 --threads 1 --only "staleness 0" &
+    python experiments/pipelining_learning.py run --seeds 0 1 2 --steps 10 --threads 1 --only "staleness 1"
 
 Example:
     >>> [name for name, _ in variants(no_correction=True)]
@@ -27,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "outputs" / "experiments" / "pipelining"
-RESULT = ROOT / "experiments" / "out" / "pipelining_learning.json"
+RESULT = ROOT / "experiments" / "out" / "pipelining_learning.json"  # _steps<N> is added to the name
 
 
 def variants(no_correction: bool = False) -> list[tuple[str, list[str]]]:
@@ -38,14 +43,23 @@ def variants(no_correction: bool = False) -> list[tuple[str, list[str]]]:
     return chosen
 
 
-def folder(name: str, seed: int) -> Path:
-    return RUNS / f"{name.replace(' ', '_').replace(',', '')}-seed{seed}"
+def folder(name: str, seed: int, steps: int) -> Path:
+    return RUNS / f"steps{steps}" / f"{name.replace(' ', '_').replace(',', '')}-seed{seed}"
 
 
-def run(seeds: list[int], steps: int, eval_episodes: int, no_correction: bool, threads: int | None = None) -> None:
+def run(
+    seeds: list[int],
+    steps: int,
+    eval_episodes: int,
+    no_correction: bool,
+    threads: int | None = None,
+    only: str | None = None,
+) -> None:
     for seed in seeds:
         for name, flags in variants(no_correction):
-            out = folder(name, seed)
+            if only is not None and name != only:
+                continue
+            out = folder(name, seed, steps)
             if (out / "summary.json").exists():
                 continue
             command = [
@@ -71,10 +85,11 @@ def run(seeds: list[int], steps: int, eval_episodes: int, no_correction: bool, t
             subprocess.run(command, check=True)
 
 
-def report() -> dict:
+def report(steps: int) -> dict:
     rows: dict[str, list[float]] = {}
     for name, _ in variants(no_correction=True):
-        for path in sorted(RUNS.glob(f"{folder(name, 0).name.rsplit('-seed', 1)[0]}-seed*/summary.json")):
+        prefix = folder(name, 0, steps).name.rsplit("-seed", 1)[0]
+        for path in sorted((RUNS / f"steps{steps}").glob(f"{prefix}-seed*/summary.json")):
             summary = json.loads(path.read_text())
             rows.setdefault(name, []).append(summary["after"]["success_rate"])
     table = {
@@ -86,8 +101,9 @@ def report() -> dict:
         }
         for name, v in rows.items()
     }
-    RESULT.parent.mkdir(parents=True, exist_ok=True)
-    RESULT.write_text(json.dumps(table, indent=1))
+    result = RESULT.with_name(f"{RESULT.stem}_steps{steps}.json")
+    result.parent.mkdir(parents=True, exist_ok=True)
+    result.write_text(json.dumps(table, indent=1))
     for name, row in table.items():
         print(f"{name}: held-out success {row['mean']:.3f} over {row['seeds']} seed(s) {row['runs']}")
     return table
@@ -102,11 +118,13 @@ def main() -> None:
     go.add_argument("--eval-episodes", type=int, default=64)
     go.add_argument("--no-correction", action="store_true", help="also the ablation without the IS correction")
     go.add_argument("--threads", type=int, help="torch threads per run (1 lets two runs share 2 cores)")
-    sub.add_parser("report")
+    go.add_argument("--only", help="one variant, e.g. 'staleness 1' (a second invocation runs the other)")
+    shown = sub.add_parser("report")
+    shown.add_argument("--steps", type=int, default=20)
     args = parser.parse_args()
     if args.command == "run":
-        run(args.seeds, args.steps, args.eval_episodes, args.no_correction, args.threads)
-    report()
+        run(args.seeds, args.steps, args.eval_episodes, args.no_correction, args.threads, args.only)
+    report(args.steps)
 
 
 if __name__ == "__main__":
