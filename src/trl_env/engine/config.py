@@ -215,9 +215,7 @@ class RolloutConfig:
         ):
             raise ConfigError(f"RolloutConfig.failure_reward must be a finite number, got {self.failure_reward!r}")
         if self.zero_variance not in ZERO_VARIANCE:
-            raise ConfigError(
-                f"RolloutConfig.zero_variance must be one of {ZERO_VARIANCE}, got {self.zero_variance!r}"
-            )
+            raise ConfigError(f"RolloutConfig.zero_variance must be one of {ZERO_VARIANCE}, got {self.zero_variance!r}")
         if self.history not in HISTORY:
             raise ConfigError(f"RolloutConfig.history must be one of {HISTORY}, got {self.history!r}")
         if self.history != "full" and self.tree is not None:

@@ -173,6 +173,7 @@ def start_pipeline(
     twin = trainer.get_train_dataloader()  # the same sampler and seed: the same batches, in the same order
     lookahead = PromptLookahead(lambda: iter(twin), every, prompt_to_seed)
     generator = engine.generator
+
     def play(seeds: list[str]) -> list[Any]:
         return engine.run(env_factory, seeds, progress=progress)
 
