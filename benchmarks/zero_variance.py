@@ -3,8 +3,9 @@
 Each mode trains the demo's recipe (``demo/run_demo.py``: SmolLM2-135M-Instruct + LoRA, guess-the-number,
 2 secrets x 8 episodes per step, the answer prefix) for ``--steps`` optimizer steps from the same start, one
 mode after the other, and reports steps per minute (training wall time, the first step included), the median
-step time, the episodes played per step and the ``groups/*`` figures (docs/zero_variance.md). No evaluation:
-this measures cost, not learning.
+step time, the episodes played per step, TRL's ``frac_reward_zero_std`` (the fraction of the trained groups with
+zero variance, after any replacement) and the ``groups/*`` figures (docs/zero_variance.md). No evaluation: this
+measures cost, not learning.
 
     python benchmarks/zero_variance.py [--steps 4] [--modes keep,filter,resample] [--task guess] [--model DIR]
 
@@ -108,18 +109,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     policy, tokenizer, processor = load(args.model)
     out = OUT / "zero_variance"
-    rows = [run(mode, policy, tokenizer, processor, args.steps, args.task, out) for mode in args.modes.split(",")]
-    print(f"\n{args.steps} steps per mode, task {args.task}, model {Path(args.model).name}")
-    print("| mode | steps/min | median step s | episodes/step | zero-variance groups | replaced | dropped |")
-    print("|---|---|---|---|---|---|---|")
-    for row in rows:
-        print(
+    out.mkdir(parents=True, exist_ok=True)
+    lines = [
+        f"{args.steps} steps per mode, task {args.task}, model {Path(args.model).name}",
+        "| mode | steps/min | median step s | episodes/step | frac_reward_zero_std (trained) | replaced | dropped |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    rows = []
+    for mode in args.modes.split(","):  # each row printed and saved as soon as its mode is done
+        rows.append(row := run(mode, policy, tokenizer, processor, args.steps, args.task, out))
+        lines.append(
             f"| {row['mode']} | {row['steps_per_minute']:.2f} | {row['median_step_s']:.1f} | "
             f"{row['episodes_per_step']:.1f} | {row['frac_reward_zero_std']:.2f} | "
             f"{row['groups/replaced']:.2f} | {row['groups/dropped']:.2f} |"
         )
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{args.task}.json").write_text(json.dumps(rows, indent=1))
+        print("\n" + "\n".join(lines), flush=True)
+        (out / f"{args.task}.json").write_text(json.dumps(rows, indent=1))
     return 0
 
 
