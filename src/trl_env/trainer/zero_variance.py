@@ -213,6 +213,8 @@ def mask_dropped(batch: dict[str, list[Any]], dropped: Sequence[bool]) -> dict[s
     Example:
         >>> mask_dropped({"env_mask": [[1, 0, 1], [1, 1]]}, [True, False])
         {'env_mask': [[0, 0, 0], [1, 1]], 'zero_variance': [True, False]}
+        >>> mask_dropped({"env_mask": [[1], [1]], "turn_samples": [[{"env_mask": [1, 1]}], []]}, [True, False])
+        {'env_mask': [[0], [1]], 'turn_samples': [[{'env_mask': [0, 0]}], []], 'zero_variance': [True, False]}
     """
     for i, drop in enumerate(dropped):
         if drop:
