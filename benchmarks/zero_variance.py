@@ -10,7 +10,8 @@ measures cost, not learning.
     python benchmarks/zero_variance.py [--steps 4] [--modes keep,filter,resample] [--task guess] [--model DIR]
 
 ``--model`` defaults to ``.cache/smollm2-135m-instruct`` (``make demo`` fetches it); the tiny random Qwen3
-(``--model tiny``) checks the script quickly but plays a task it never solves.
+(``--model tiny``) checks the script quickly but plays a task it never solves. ``--threads`` (default 1) sets
+torch's CPU threads: on a shared machine more threads than free cores slow every step down.
 """
 
 from __future__ import annotations
@@ -106,7 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", default="keep,filter,resample")
     parser.add_argument("--task", default="guess", choices=("guess", "doors"))
     parser.add_argument("--model", default=str(ROOT / ".cache" / "smollm2-135m-instruct"), help="a folder, or 'tiny'")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: fair on a shared machine)")
     args = parser.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(args.threads)
     policy, tokenizer, processor = load(args.model)
     out = OUT / "zero_variance"
     out.mkdir(parents=True, exist_ok=True)
