@@ -141,6 +141,9 @@ def make_rollout_func(
     ``history="template"``/``"window"`` (a :class:`RolloutConfig` field) trains one sample per model turn under
     :class:`~trl_env.trainer.turn_level_grpo.TurnLevelGRPOTrainer` (:mod:`~trl_env.trainer.turn_samples`); the
     default processor then accepts every chat template, and no additivity check is needed.
+    ``zero_variance="filter"``/``"resample"`` takes GRPO groups whose rewards are all equal out of the loss, or
+    replaces them with groups of new dataset seeds (:mod:`~trl_env.trainer.zero_variance`; in the background too
+    when pipelined); the batch then has a ``zero_variance`` column and ``groups/*`` metrics are logged.
 
     Returns:
         ``rollout_func(prompts, trainer)`` for ``GRPOTrainer(rollout_func=...)``. Its ``engine`` attribute is
