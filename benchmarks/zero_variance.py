@@ -24,6 +24,7 @@ import json
 import pkgutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -55,7 +56,7 @@ def load(model: str):
     return policy, tokenizer, processor
 
 
-def run(mode: str, policy, tokenizer, processor, steps: int, task: str, out: Path) -> dict:
+def run(mode: str, policy, tokenizer, processor, steps: int, task: str) -> dict:
     """Train ``steps`` steps of the demo recipe with ``zero_variance=mode``; the timings and group figures."""
     import torch
 
@@ -74,7 +75,7 @@ def run(mode: str, policy, tokenizer, processor, steps: int, task: str, out: Pat
         prompts_per_step=plan.prompts_per_step,
         lora_r=plan.lora_r,
         seed=0,
-        output_dir=str(out / mode),
+        output_dir=tempfile.mkdtemp(prefix=f"zero-variance-{mode}-"),  # nothing kept: no checkpoints
         bf16=cpu_has_bf16(),
         rollout=dataclasses.replace(plan.rollout_config(), zero_variance=mode),
     )
@@ -113,8 +114,8 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     policy, tokenizer, processor = load(args.model)
-    out = OUT / "zero_variance"
-    out.mkdir(parents=True, exist_ok=True)
+    out = OUT / f"zero_variance_{args.task}_{'tiny' if args.model == 'tiny' else Path(args.model).name}.json"
+    OUT.mkdir(parents=True, exist_ok=True)
     lines = [
         f"{args.steps} steps per mode, task {args.task}, model {Path(args.model).name}",
         "| mode | steps/min | median step s | episodes/step | frac_reward_zero_std (trained) | replaced | dropped |",
@@ -122,14 +123,14 @@ def main(argv: list[str] | None = None) -> int:
     ]
     rows = []
     for mode in args.modes.split(","):  # each row printed and saved as soon as its mode is done
-        rows.append(row := run(mode, policy, tokenizer, processor, args.steps, args.task, out))
+        rows.append(row := run(mode, policy, tokenizer, processor, args.steps, args.task))
         lines.append(
             f"| {row['mode']} | {row['steps_per_minute']:.2f} | {row['median_step_s']:.1f} | "
             f"{row['episodes_per_step']:.1f} | {row['frac_reward_zero_std']:.2f} | "
             f"{row['groups/replaced']:.2f} | {row['groups/dropped']:.2f} |"
         )
         print("\n" + "\n".join(lines), flush=True)
-        (out / f"{args.task}.json").write_text(json.dumps(rows, indent=1))
+        out.write_text(json.dumps(rows, indent=1))
     return 0
 
 
