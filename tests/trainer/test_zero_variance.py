@@ -205,3 +205,26 @@ def test_resample_under_pipelined_rollouts(qwen3_tokenizer, tiny_qwen3, tmp_path
 def test_an_unknown_mode_is_refused():
     with pytest.raises(ConfigError, match="zero_variance must be one of"):
         RolloutConfig(zero_variance="drop")
+
+
+def test_filter_takes_every_turn_sample_of_a_dropped_episode_out_of_the_loss(qwen3_tokenizer, tiny_qwen3, tmp_path):
+    batches, seen = [], []
+    rollout_func = make_rollout_func(
+        functools.partial(SeedDecides, turns=2), zero_variance="filter", history="template",
+        **{**ROLLOUT, "max_turns": 2},
+    )  # fmt: skip
+    trainer = make_trainer(
+        copy.deepcopy(tiny_qwen3), qwen3_tokenizer, recording(rollout_func, batches), tmp_path,
+        steps=1, per_device_train_batch_size=8, prompts=["flat:1", "vary-0"], shuffle_dataset=False,
+        trainer_class=TurnLevelGRPOTrainer, trainer_kwargs={"advantage_mode": "episode"},
+    )  # fmt: skip
+    compute_loss = trainer._compute_loss
+    trainer._compute_loss = lambda model, inputs: seen.append(inputs) or compute_loss(model, inputs)
+    trainer.train()
+    rows = batches[0]["turn_samples"]
+    assert [len(row) for row in rows] == [2] * 8  # one sample per model turn
+    assert all(not any(s["env_mask"]) for row in rows[:4] for s in row)  # the flat group's turns: masked
+    assert all(any(s["env_mask"]) for row in rows[4:] for s in row)
+    masks = torch.cat([inputs["completion_mask"] * inputs["tool_mask"] for inputs in seen])
+    assert int((masks.sum(1) == 0).sum()) == 8 and len(masks) == 16  # 8 turn samples train nothing
+    assert all(inputs["num_items_in_batch"] == masks.sum() for inputs in seen)
