@@ -30,6 +30,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
@@ -167,6 +168,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--tree",
         help="tree rollouts, e.g. '1,2x2' (fork after turns 1 and 2 into 2 branches each; needs --advantage tree)",
+    )
+    parser.add_argument(
+        "--zero-variance",
+        choices=("keep", "filter", "resample"),
+        default="keep",
+        help="groups whose rewards are all equal: keep (default), filter them out of the loss, or resample them "
+        "from new seeds (docs/zero_variance.md)",
+    )
+    parser.add_argument(
+        "--max-extra-episodes",
+        type=int,
+        help="--zero-variance resample: most replacement episodes per step (default: one step's episodes)",
     )
     parser.add_argument(
         "--skip-before", action="store_true", help="no evaluation before training (comparisons evaluate it once)"
@@ -337,7 +350,11 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         output_dir=str(out / "trainer"),
         bf16=bf16,
-        rollout=plan.rollout_config(args.tree),
+        rollout=dataclasses.replace(  # training only: evaluation plays every episode it is given
+            plan.rollout_config(args.tree),
+            zero_variance=args.zero_variance,
+            max_extra_episodes=args.max_extra_episodes,
+        ),
         advantage=args.advantage,
         gamma=args.gamma,
         max_staleness=args.max_staleness,
@@ -352,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         processor=processor,
     )
     method = args.advantage + (f", tree {args.tree}" if args.tree else "")
+    method += f", zero-variance groups: {args.zero_variance}" if args.zero_variance != "keep" else ""
     print(
         f"\n== training with GRPO ({method} advantages) for at most {plan.minutes:g} minutes "
         f"({settings.batch_size} episodes per step)"
@@ -387,6 +405,8 @@ def main(argv: list[str] | None = None) -> int:
         "advantage": args.advantage,
         "gamma": args.gamma,
         "tree": args.tree,
+        "zero_variance": args.zero_variance,
+        "max_extra_episodes": args.max_extra_episodes,
         "before": {**before.metrics(), **headline(before)} if before is not None else None,
         "after": {**after.metrics(), **headline(after)},
         "plan": plan.__dict__,

@@ -50,11 +50,16 @@ def test_demo_smoke_run_writes_every_output(tiny_model_dir, tmp_path):
     assert "<script" in page and "http://" not in page.split("<script", 1)[0]  # the page is there, self-contained
 
 
-def test_demo_trains_with_tree_rollouts_and_skips_the_first_evaluation(tiny_model_dir, tmp_path):
+def test_demo_trains_with_tree_rollouts_resampled_groups_and_no_first_evaluation(tiny_model_dir, tmp_path):
     out = tmp_path / "demo"
     args = ["--smoke", "--model", str(tiny_model_dir), "--out-dir", str(out), "--threads", "2", "--skip-before"]
-    assert _load_demo().main([*args, "--advantage", "tree", "--tree", "1x2"]) == 0
+    zero_variance = ["--zero-variance", "resample", "--max-extra-episodes", "4"]  # the demo's flags reach training
+    assert _load_demo().main([*args, "--advantage", "tree", "--tree", "1x2", *zero_variance]) == 0
     summary = json.loads((out / "summary.json").read_text())
+    assert (summary["zero_variance"], summary["max_extra_episodes"]) == ("resample", 4)
+    log = json.loads((out / "log_history.json").read_text())
+    assert all(entry["groups/extra_episodes"] <= 4 for entry in log if "groups/extra_episodes" in entry)
+    assert sum("groups/extra_episodes" in entry for entry in log) == 2
     assert summary["before"] is None and summary["after"]["episodes"] == 4
     assert (summary["advantage"], summary["tree"], summary["steps"]) == ("tree", "1x2", 2)
     assert not (out / "transcripts_before.jsonl").exists()

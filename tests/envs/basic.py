@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
 
@@ -151,6 +152,30 @@ class NumberedEnv:
             raise RuntimeError("the game server went away")
         self.reward, self.alive = float(self.index % 4), False
         return self, "Thanks."
+
+
+class SeedDecides:
+    """Seed "flat:R" always scores R (its GRPO group has zero variance); any other seed scores a digest of the answers.
+
+    A tiny random model writes a different answer in every sample, so those groups have variance.
+    """
+
+    def __init__(self, turns=1):
+        self.turns, self.reward, self.alive = turns, 0.0, True
+
+    def reset(self, seed):
+        self.seed, self.turn, self.answers = seed, 0, ""
+        return self, f"Say anything ({seed})."
+
+    def step(self, action):
+        self.turn += 1
+        self.answers += action
+        self.alive = self.turn < self.turns
+        if self.seed.startswith("flat:"):
+            self.reward = float(self.seed.split(":")[1])
+        else:
+            self.reward = int(hashlib.sha256(self.answers.encode()).hexdigest()[:6], 16) / 16**6
+        return self, "Go on." if self.alive else ""
 
 
 class FailsAtReset:

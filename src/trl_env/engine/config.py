@@ -38,6 +38,8 @@ Schedule = Literal["episode", "turn"]
 SCHEDULE: tuple[str, ...] = ("episode", "turn")
 History = Literal["full", "template", "window"]
 HISTORY: tuple[str, ...] = ("full", "template", "window")
+ZeroVariance = Literal["keep", "filter", "resample"]
+ZERO_VARIANCE: tuple[str, ...] = ("keep", "filter", "resample")
 
 
 def _doc(text: str, **extra: Any) -> Any:
@@ -159,6 +161,22 @@ class RolloutConfig:
             "keeps an equal share of its turns, drawn at random and reweighted (None: all)"
         ),
     )
+    zero_variance: ZeroVariance = field(
+        default="keep",
+        metadata=_doc(
+            "training: GRPO groups whose rewards are all equal (advantage 0): 'keep' them, 'filter' them out of the "
+            "loss, or 'resample' (replace each by a group of a new dataset seed, up to max_extra_episodes; any left "
+            "are filtered): docs/zero_variance.md",
+            choices=ZERO_VARIANCE,
+        ),
+    )
+    max_extra_episodes: int | None = field(
+        default=None,
+        metadata=_doc(
+            "zero_variance='resample': most replacement episodes played per step and process (None: as many as "
+            "the step's own episodes)"
+        ),
+    )
     check_invariants: bool = field(
         default=True, metadata=_doc("check every episode's token/mask/logprob invariants after a rollout")
     )
@@ -196,6 +214,8 @@ class RolloutConfig:
             not isinstance(self.failure_reward, int | float) or not math.isfinite(self.failure_reward)
         ):
             raise ConfigError(f"RolloutConfig.failure_reward must be a finite number, got {self.failure_reward!r}")
+        if self.zero_variance not in ZERO_VARIANCE:
+            raise ConfigError(f"RolloutConfig.zero_variance must be one of {ZERO_VARIANCE}, got {self.zero_variance!r}")
         if self.history not in HISTORY:
             raise ConfigError(f"RolloutConfig.history must be one of {HISTORY}, got {self.history!r}")
         if self.history != "full" and self.tree is not None:

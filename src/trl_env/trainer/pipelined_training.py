@@ -30,6 +30,7 @@ from trl_env.errors import ConfigError
 from trl_env.trainer.pipeline import PromptLookahead, RolloutPipeline
 from trl_env.trainer.policy_snapshot import PolicySnapshot
 from trl_env.trainer.trl_compat import log_metric, uses_vllm
+from trl_env.trainer.zero_variance import GroupFilter
 
 
 def check_pipelined_trainer(trainer: Any, max_staleness: int) -> None:
@@ -148,6 +149,7 @@ def start_pipeline(
     snapshot: PolicySnapshot | None,
     max_staleness: int,
     progress: bool,
+    group_filter: GroupFilter | None = None,
 ) -> TrainerPipeline:
     """Start pipelined rollouts for ``trainer`` with ``engine`` (whose generator samples ``snapshot``'s weights).
 
@@ -158,6 +160,8 @@ def start_pipeline(
         snapshot: the sampler's weights, or None when the generator is the user's own.
         max_staleness: the bound, in optimizer steps (>= 1).
         progress: show a progress bar per batch.
+        group_filter: zero-variance groups (:mod:`~trl_env.trainer.zero_variance`): each batch's replacement groups
+            are played right after it, on the background thread, with the same weights.
 
     Returns:
         The running pipeline; a callback on the trainer publishes the policy and stops it at the end.
@@ -169,8 +173,12 @@ def start_pipeline(
     twin = trainer.get_train_dataloader()  # the same sampler and seed: the same batches, in the same order
     lookahead = PromptLookahead(lambda: iter(twin), every, prompt_to_seed)
     generator = engine.generator
+
+    def play(seeds: list[str]) -> list[Any]:
+        return engine.run(env_factory, seeds, progress=progress)
+
     pipeline = TrainerPipeline(
-        lambda seeds: engine.run(env_factory, seeds, progress=progress),
+        play if group_filter is None else lambda seeds: group_filter.play(play, seeds),
         iter(lookahead),
         max_staleness=max_staleness,
         steps_per_batch=every / args.gradient_accumulation_steps,

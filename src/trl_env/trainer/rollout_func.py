@@ -41,11 +41,14 @@ from trl_env.trainer.transcript_tables import attach_tables
 from trl_env.trainer.transcripts import FlushTranscripts, TranscriptRecorder
 from trl_env.trainer.trl_compat import (
     enable_vllm_cpu_weight_sync,
+    log_metric,
     require_supported_trl,
     shorten_unscorable_warning,
+    sum_over_processes,
     trainer_tokenizer,
     uses_vllm,
 )
+from trl_env.trainer.zero_variance import STAT_NAMES, GroupedEpisodes, group_metrics, mask_dropped, trainer_filter
 
 
 class NonAdditiveProcessorError(TemplateError):
@@ -138,6 +141,9 @@ def make_rollout_func(
     ``history="template"``/``"window"`` (a :class:`RolloutConfig` field) trains one sample per model turn under
     :class:`~trl_env.trainer.turn_level_grpo.TurnLevelGRPOTrainer` (:mod:`~trl_env.trainer.turn_samples`); the
     default processor then accepts every chat template, and no additivity check is needed.
+    ``zero_variance="filter"``/``"resample"`` takes GRPO groups whose rewards are all equal out of the loss, or
+    replaces them with groups of new dataset seeds (:mod:`~trl_env.trainer.zero_variance`; in the background too
+    when pipelined); the batch then has a ``zero_variance`` column and ``groups/*`` metrics are logged.
 
     Returns:
         ``rollout_func(prompts, trainer)`` for ``GRPOTrainer(rollout_func=...)``. Its ``engine`` attribute is
@@ -164,7 +170,9 @@ def make_rollout_func(
     base_config = RolloutConfig.from_kwargs(config, **settings)
     # One engine, for the latest trainer only, held with a weak reference: a rollout_func reused across
     # trainers never keeps an old trainer (and its model) alive, and ids of dead trainers are never confused.
-    current: dict[str, Any] = {"trainer": None, "engine": None, "recorder": None, "tables": None, "pipeline": None}
+    current: dict[str, Any] = {
+        "trainer": None, "engine": None, "recorder": None, "tables": None, "pipeline": None, "filter": None
+    }  # fmt: skip
     failures = FailureMonitor(max_rate=max_failure_rate, window=failure_window)
 
     def build(trainer: Any) -> RolloutEngine:
@@ -199,8 +207,11 @@ def make_rollout_func(
             if max_staleness > 0:  # the trainer's vLLM: TRL syncs its weights while the background samples
                 chosen_generator = LockedVLLM(chosen_generator, trainer)
         engine = RolloutEngine(chosen_generator, chosen, tokenizer, config)
-        if max_staleness > 0:
-            current["pipeline"] = start_pipeline(trainer, engine, env_factory, snapshot, max_staleness, progress)
+        current["filter"] = group_filter = trainer_filter(trainer, config, prompt_to_seed)
+        if max_staleness > 0:  # replacement groups are played in the background too, with the batch's weights
+            current["pipeline"] = start_pipeline(
+                trainer, engine, env_factory, snapshot, max_staleness, progress, group_filter=group_filter
+            )
         return engine
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
@@ -232,20 +243,34 @@ def make_rollout_func(
         seeds = [prompt_to_seed(p) for p in prompts]
         if current["pipeline"] is not None:
             episodes, version = current["pipeline"].take_logged(trainer, seeds)
+        elif current["filter"] is not None:  # every process plays as many rounds as the one that needs most
+            episodes = current["filter"].play(
+                lambda batch: engine.run(env_factory, batch, progress=progress),
+                seeds,
+                go_on=lambda more: sum_over_processes(trainer, [float(more)])[0] > 0,
+            )
+            version = trainer.state.global_step
         else:
             episodes, version = engine.run(env_factory, seeds, progress=progress), trainer.state.global_step
+        # env metrics and the failure check see every episode played, replacements left unused included
+        played = episodes + episodes.discarded if isinstance(episodes, GroupedEpisodes) else episodes
         process = trainer.accelerator.process_index
         for episode in episodes:  # tree node ids unique over the processes' batches, which TRL gathers
             episode.tree_nodes = [f"{process}/{node}" for node in episode.tree_nodes]
         # one collective per rollout: the metrics and the failure check both use every process's counts
-        totals = log_episode_metrics(trainer, episodes)
-        failures.observe(episodes, counts=(int(totals[SUM_ERRORS]), int(totals[SUM_EPISODES])))
+        totals = log_episode_metrics(trainer, played)
+        failures.observe(played, counts=(int(totals[SUM_ERRORS]), int(totals[SUM_EPISODES])))
         if current["recorder"] is not None:
             recorded = current["recorder"].record(trainer.state.global_step, episodes)
             if recorded and current["tables"] is not None:
                 current["tables"].add(trainer.state.global_step, episodes[:transcripts_per_step])
         batch = episodes_to_batch(episodes, engine.encoder.turn_end_id, engine.config.failure_reward)
         batch["policy_version"] = [version] * len(episodes)
+        if isinstance(episodes, GroupedEpisodes):  # zero_variance: mark and mask; the groups/* figures
+            mask_dropped(batch, episodes.dropped)
+            sums = sum_over_processes(trainer, [episodes.stats[name] for name in STAT_NAMES])
+            for name, value in group_metrics(sums).items():
+                log_metric(trainer, name, value)
         if engine.config.per_turn:  # TRL copies a scalar onto every row: the trainer's cap on turn samples
             batch["max_turn_samples"] = engine.config.max_turn_samples
         return batch
