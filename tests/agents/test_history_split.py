@@ -56,7 +56,8 @@ def test_split_starts_a_new_sample_from_the_rewritten_messages(qwen3_tokenizer, 
     (record,) = episode.transcript()["history_rewrites"]
     assert record["turn"] == 2 and "message 0 differs at character" in record["reason"]
     assert "[history rewritten before turn 2: the agent's request does not extend its conversation" in episode.text
-    assert [m["content"] for m in episode.transcript()["turn_samples"][2]["messages"]] == [r["content"] for r in rewritten]
+    shown = episode.transcript()["turn_samples"][2]["messages"]
+    assert [m["content"] for m in shown] == [r["content"] for r in rewritten]
 
 
 def test_fail_names_the_first_difference(qwen3_tokenizer, scripted_generator):
@@ -74,7 +75,8 @@ def test_split_under_history_full_fails_saying_what_it_needs(qwen3_tokenizer, sc
     _, generator = scripted_generator(MULTIPLY)
     (episode,) = run(generator, qwen3_tokenizer, agent_env(SUMMARISES, on_history_rewrite="split"), history="full")
     assert episode.stop_reason == "env_error" and episode.num_turns == 2
-    assert "message 0 differs" in episode.error and "needs RolloutConfig.history='template' or 'window'" in episode.error
+    assert "message 0 differs" in episode.error
+    assert "needs RolloutConfig.history='template' or 'window'" in episode.error
 
 
 def test_grpo_trains_the_split_samples(qwen3_tokenizer, scripted_generator, tmp_path):
