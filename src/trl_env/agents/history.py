@@ -76,6 +76,8 @@ def added_messages(conversation: Sequence[dict[str, Any]], messages: Sequence[di
             request adds nothing.
     """
     for index, expected in enumerate(conversation):
+        if index < len(messages) and messages[index] is expected:
+            continue  # the previous request's own message, resent unchanged (read_request reused it)
         got = comparable(messages[index]) if index < len(messages) else None
         if got != comparable(expected):
             raise HistoryError(
