@@ -87,8 +87,9 @@ def test_grpo_trains_the_split_samples(qwen3_tokenizer, scripted_generator, tmp_
     )
     seen = []
     trainer = make_trainer(
-        model, qwen3_tokenizer, rollout_func, tmp_path, steps=1, prompts=[TASK] * 4,
+        model, qwen3_tokenizer, rollout_func, tmp_path, steps=1, prompts=[TASK] * 2,
         trainer_class=TurnLevelGRPOTrainer, trainer_kwargs={"advantage_mode": "episode"}, max_completion_length=256,
+        per_device_train_batch_size=2, num_generations=2,
     )  # fmt: skip
     compute_loss = trainer._compute_loss
 
@@ -100,6 +101,6 @@ def test_grpo_trains_the_split_samples(qwen3_tokenizer, scripted_generator, tmp_
     before = [p.detach().clone() for p in model.parameters()]
     trainer.train()
     (log,) = [log for log in trainer.state.log_history if "reward" in log]
-    assert log["env/errors"] == 0.0 and log["reward"] == 0.5  # rewards 0, 1, 0, 1 (the agents share a process)
-    assert seen == [16]  # 4 episodes per step and process, 4 turn samples each (2 before the rewrite, 2 after)
+    assert log["env/errors"] == 0.0 and log["reward"] == 0.5  # rewards 0 and 1 (the agents share a process)
+    assert seen == [8]  # 2 episodes, 4 turn samples each (2 before the rewrite, 2 after)
     assert any(not torch.equal(a, p) for a, p in zip(before, model.parameters(), strict=True))
