@@ -5,10 +5,13 @@
    requests. A generator writes the same tool call at every turn, instantly, so the difference is trl-env's and
    the agent's own work. Per-turn cost is the slope between rollouts of 1 and ``--turns`` turns (process workers,
    one episode), which leaves out the pool's start; the completion tokens of both runs must be identical.
+   The same loop posting its JSON with ``httpx`` (:func:`http_agent`) leaves out the openai SDK's own per-request
+   work (it validates and copies the whole conversation at every request: at 101 turns, most of the cost):
+   the difference between it and the plain Env is the endpoint's.
 2. 64 episodes of the agent at once (64 endpoints, 64 agent threads, in 64 worker processes): errors (must be 0)
    and wall time, next to 64 episodes of the plain Env (the difference is mostly each worker importing openai).
 
-Run: python benchmarks/agent_endpoint.py [--turns 101] [--agents 64] [--repeats 3]
+Run: python benchmarks/agent_endpoint.py [--turns 101] [--agents 64] [--repeats 3]  (--agents 0: part 1 only)
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 from openai import OpenAI  # at the top: the pool's workers import it with this module, before any deadline
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: the repository root's examples/
@@ -40,6 +44,21 @@ def multiply_agent(endpoint: Any, task: str) -> float:
         for call in message.tool_calls or []:
             result = run_tool(call.function.name, json.loads(call.function.arguments))
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    return 0.0
+
+
+def http_agent(endpoint: Any, task: str) -> float:
+    """The same loop on bare HTTP (``httpx``, the openai SDK's transport): no SDK work per request."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": TASK}]
+    headers = {"Authorization": f"Bearer {endpoint.api_key}"}
+    with httpx.Client(base_url=endpoint.base_url, headers=headers, timeout=60) as client:
+        for _ in range(int(task)):
+            body = {"model": "policy", "messages": messages, "tools": TOOLS}
+            message = client.post("/chat/completions", json=body).raise_for_status().json()["choices"][0]["message"]
+            messages.append({key: value for key, value in message.items() if value is not None})
+            for call in message.get("tool_calls") or []:
+                result = run_tool(call["function"]["name"], json.loads(call["function"]["arguments"]))
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
     return 0.0
 
 
@@ -103,9 +122,10 @@ def main() -> None:
     processor = ChatTemplateProcessor(tokenizer)
     generator = ScriptGenerator(tokenizer.encode(CALL) + [tokenizer.convert_tokens_to_ids("<|im_end|>")])
     agent = agent_env("benchmarks.agent_endpoint:multiply_agent")
+    http = agent_env("benchmarks.agent_endpoint:http_agent")
 
     per_turn, tokens = {}, {}
-    for name, factory in (("plain Env", plain_env), ("agent_env", agent)):
+    for name, factory in (("plain Env", plain_env), ("agent_env, openai SDK", agent), ("agent_env, httpx", http)):
         slopes = []
         for _ in range(args.repeats):
             short, _ = timed(factory, ["1"], generator, processor, 1)
@@ -115,8 +135,11 @@ def main() -> None:
             tokens[name] = episodes[0].prompt_ids + episodes[0].completion_ids
         per_turn[name] = statistics.median(slopes)
         print(f"{name}: {per_turn[name] * 1e3:.2f} ms per turn (median of {args.repeats})")
-    print(f"added by the endpoint: {(per_turn['agent_env'] - per_turn['plain Env']) * 1e3:.2f} ms per turn")
-    print(f"tokens identical to the plain Env's: {tokens['agent_env'] == tokens['plain Env']}")
+    for name in ("agent_env, openai SDK", "agent_env, httpx"):
+        print(f"added ({name}): {(per_turn[name] - per_turn['plain Env']) * 1e3:.2f} ms per turn")
+        print(f"tokens identical to the plain Env's ({name}): {tokens[name] == tokens['plain Env']}")
+    if not args.agents:
+        return
 
     plain_seconds, _ = timed(plain_env, ["4"] * args.agents, generator, processor, 4)
     seconds, episodes = timed(agent, ["4"] * args.agents, generator, processor, 4)

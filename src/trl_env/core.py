@@ -19,6 +19,8 @@ protocol                  what the engine does with it
 :class:`UsesTools`        an env whose actions are tool calls: its tools go into the prompt as the
                           chat template renders them, its results come back as ``tool`` messages
 :class:`SetsSystemPrompt` an env whose episode has its own system prompt (read after ``reset``)
+:class:`RewritesHistory`  an env that may rewrite its conversation: the next turn's prompt is then the
+                          template's rendering of the new messages (per-turn histories, a new sample)
 :class:`Forkable`         an env that makes its own independent copy for tree rollouts (otherwise
                           ``copy.deepcopy``, see :func:`trl_env.envpool.forking.fork_env`)
 :class:`CollectiveGenerator`  a generator whose calls are collective across processes
@@ -198,6 +200,22 @@ class SetsSystemPrompt(Protocol):
     ``RolloutConfig.system_prompt`` for that episode (an agent's own system message, see :mod:`trl_env.agents`)."""
 
     system_prompt: str
+
+
+class HistoryRewrite(NamedTuple):
+    """A conversation an env rewrote: the whole new ``messages`` (chat-template form) and the ``reason``."""
+
+    messages: tuple[dict[str, Any], ...]
+    reason: str
+
+
+@runtime_checkable
+class RewritesHistory(Protocol):
+    """An env whose conversation can be rewritten (an agent that summarised its history): ``history_rewrite`` is read
+    after every ``step``; when not None, the next model turn's prompt is the chat template's rendering of its
+    messages instead of the conversation so far (``history="template"``/``"window"`` only, see docs/agents.md)."""
+
+    history_rewrite: HistoryRewrite | None
 
 
 @runtime_checkable

@@ -109,7 +109,9 @@ class Episode:
 
     Under ``history="template"`` or ``"window"`` every model turn is also its own sample (``turn_samples``,
     rendered from ``messages`` with ``tools``); ``completion_ids`` then holds the sampled turns one after the
-    other, without env text (the turns' ``span`` index it), and ``prompt_ids`` the first turn's prompt.
+    other, without env text (the turns' ``span`` index it), and ``prompt_ids`` the first turn's prompt. An env that
+    rewrote its conversation (:class:`~trl_env.core.RewritesHistory`) adds one ``history_rewrites`` record per
+    rewrite (``turn``: the first turn rendered from it, ``start``: its first message in ``messages``, ``reason``).
     """
 
     seed: str
@@ -131,6 +133,7 @@ class Episode:
     tools: list[dict[str, Any]] = field(default_factory=list, repr=False)
     turn_samples: list[TurnSample] = field(default_factory=list, repr=False)
     history_text: str = field(default="", repr=False)
+    history_rewrites: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     @property
     def num_turns(self) -> int:
@@ -233,6 +236,7 @@ class Episode:
                 if self.turn_samples
                 else {}
             ),
+            **({"history_rewrites": list(self.history_rewrites)} if self.history_rewrites else {}),
         }
 
     def _sample_record(self, sample: TurnSample) -> dict[str, Any]:

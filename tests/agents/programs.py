@@ -6,6 +6,7 @@ Each is an ordinary program a user could deploy: it gets a base URL and an API k
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from typing import Any
@@ -50,6 +51,25 @@ def rewrites_history(endpoint: Any, task: str) -> float:
     _ask(client, messages)
     _ask(client, [{"role": "user", "content": "Summary: you multiplied. " + task}])
     return 1.0
+
+
+_EPISODES = itertools.count()
+
+
+def summarises(endpoint: Any, task: str) -> float:
+    """Two tool turns, then replaces its history by a summary (a new system message and one user message), then
+    two more tool turns on the summarised conversation: a rewrite mid-episode, as context-compacting agents do.
+    Its reward alternates 0, 1 between the episodes a process runs, so a GRPO group of them has advantages."""
+    client, messages = _client(endpoint), [{"role": "user", "content": task}]
+    for _ in range(2):
+        _ask(client, messages)
+        _tool_results(messages)
+    summary = f"Summary so far: multiply(6, 7) returned 42 twice. Task: {task}"
+    messages = [{"role": "system", "content": "You resume a summarised task."}, {"role": "user", "content": summary}]
+    for _ in range(2):
+        _ask(client, messages)
+        _tool_results(messages)
+    return float(next(_EPISODES) % 2)
 
 
 def raises(endpoint: Any, task: str) -> float:

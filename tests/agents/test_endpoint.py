@@ -75,3 +75,23 @@ def test_one_request_at_a_time_then_every_request_refused_once_closed(server):
     waiting.join(10)
     assert first["answer"][0] == 400 and first["answer"][1]["error"]["type"] == "episode_over"
     assert post(server, {"messages": HI})[1]["error"]["message"] == "the episode is over"
+
+
+def test_a_resent_conversation_is_reused_and_an_edit_is_still_caught():
+    from trl_env.agents.history import HistoryError, added_messages
+    from trl_env.agents.requests import read_request
+
+    call = {"id": "c0", "type": "function", "function": {"name": "add", "arguments": '{"a": 1}'}}
+    first = read_request({"messages": [*HI, {"role": "assistant", "content": None, "tool_calls": [call]}]})
+    answer = {"role": "assistant", "content": "3"}
+    body = {"messages": [*first.raw_messages, answer, {"role": "user", "content": "Sure?"}]}
+    again = read_request(json.loads(json.dumps(body)), first)  # parsed anew, as the server does
+    assert all(a is b for a, b in zip(again.messages[:2], first.messages, strict=True))  # not read again
+    assert again.messages == read_request(body).messages  # the same as reading it whole
+    assert added_messages([*first.messages, answer], again.messages) == [{"role": "user", "content": "Sure?"}]
+    edited = json.loads(json.dumps(body))
+    edited["messages"][0]["content"] = "Hello"
+    rewritten = read_request(edited, first)
+    assert rewritten.messages[0] == {"role": "user", "content": "Hello"}  # read again: it differs as sent
+    with pytest.raises(HistoryError, match="message 0 differs at character 30"):
+        added_messages([*first.messages, answer], rewritten.messages)

@@ -42,11 +42,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from trl_env.agents.history import HISTORY_POLICIES, HistoryError, added_messages, env_turn, first_turn
+from trl_env.agents.history import (
+    HISTORY_POLICIES,
+    HistoryError,
+    added_messages,
+    env_turn,
+    first_turn,
+    template_messages,
+)
 from trl_env.agents.requests import response_body
 from trl_env.agents.server import EpisodeServer, PendingRequest
 from trl_env.chat.tool_calls import parse_tool_calls
-from trl_env.core import ToolResult
+from trl_env.core import HistoryRewrite, ToolResult
 from trl_env.errors import ConfigError, ConfigTypeError, TrlEnvError
 
 
@@ -112,7 +119,9 @@ class AgentEnv:
         agent: the agent program, ``agent(endpoint, task) -> reward``.
         max_turns: model answers per episode; a request after the last one gets an error response and the episode
             ends with the agent's return (None: no bound here, the rollout's ``max_turns`` still ends the episode).
-        on_history_rewrite: ``"fail"``: a request that does not extend the conversation fails the episode.
+        on_history_rewrite: what a request that does not extend the conversation does: ``"fail"`` its episode
+            (:class:`~trl_env.agents.history.HistoryError`), or ``"split"``: the next model turn's prompt is the
+            template's rendering of the request's messages, a new sample (needs ``history="template"``/``"window"``).
         close_timeout: seconds ``close()`` waits for the agent to return once its requests are refused.
     """
 
@@ -128,12 +137,14 @@ class AgentEnv:
             raise ConfigTypeError(f"agent_env(agent=...) must be callable, got {type(agent).__name__}")
         if on_history_rewrite not in HISTORY_POLICIES:
             raise ConfigError(
-                f"on_history_rewrite must be one of {HISTORY_POLICIES}, got {on_history_rewrite!r} "
-                "('split', a new sample from the rewritten history, is not built yet)"
+                f"agent_env on_history_rewrite must be one of {HISTORY_POLICIES}, got {on_history_rewrite!r}"
             )
         if max_turns is not None and max_turns < 1:
             raise ConfigError(f"agent_env max_turns must be >= 1 or None, got {max_turns}")
         self.agent, self.max_turns, self.close_timeout = agent, max_turns, close_timeout
+        self.on_history_rewrite = on_history_rewrite
+        self.history_rewrite: HistoryRewrite | None = None
+        self._rewrites = 0
         self.reward, self.alive, self.system_prompt = 0.0, True, ""
         self.tools: tuple[dict[str, Any], ...] = ()
         self.tool_results: tuple[ToolResult, ...] = ()
@@ -150,6 +161,7 @@ class AgentEnv:
         self.close()
         self.reward, self.alive, self.tool_results, self._answers, self._requests = 0.0, True, (), 0, 0
         self._events, self._metrics, self._stops_sampled = queue.Queue(), {}, 0
+        self.history_rewrite, self._rewrites = None, 0
         api_key = "trl-env-" + secrets.token_hex(8)
         self._server = EpisodeServer(self._events, api_key)
         endpoint = Endpoint(self._server.base_url, api_key)
@@ -183,7 +195,7 @@ class AgentEnv:
         self._server.answer(200, body)
         self._answers += 1
         self._conversation.append(answer)
-        self.tool_results = ()
+        self.tool_results, self.history_rewrite = (), None
         while True:
             pending = self._next_request()
             if pending is None:
@@ -194,7 +206,14 @@ class AgentEnv:
         request = pending.request
         if request.tools != self.tools:
             raise HistoryError("the agent's request changed its tools: the prompt declared the first request's tools")
-        self.tool_results, delta = env_turn(added_messages(self._conversation, request.messages), answer)
+        try:
+            self.tool_results, delta = env_turn(added_messages(self._conversation, request.messages), answer)
+        except HistoryError as error:
+            if self.on_history_rewrite != "split":
+                raise
+            # the conversation goes on from the agent's messages: the engine renders them as the next prompt
+            self.history_rewrite, delta = HistoryRewrite(template_messages(request.messages), str(error)), ""
+            self._rewrites += 1
         self._conversation, self._stop = list(request.messages), request.stop
         return self, delta
 
@@ -229,6 +248,7 @@ class AgentEnv:
             "agent_requests": float(self._requests),
             "agent_refused_requests": float(refused),
             "agent_stop_sequences_sampled": float(self._stops_sampled),
+            **({"agent_history_rewrites": float(self._rewrites)} if self.on_history_rewrite == "split" else {}),
             **self._metrics,
         }
 
@@ -254,7 +274,8 @@ def agent_env(
         agent: ``agent(endpoint, task) -> reward`` (or a ``"module:function"`` string), defined at module level so
             that the env pool can run it in its worker processes.
         max_turns: model answers per episode (see :class:`AgentEnv`).
-        on_history_rewrite: what a request that does not extend the conversation does: ``"fail"`` the episode.
+        on_history_rewrite: what a request that does not extend the conversation does: ``"fail"`` the episode,
+            or ``"split"`` it: later turns are sampled from the request's messages (see :class:`AgentEnv`).
         close_timeout: seconds to wait for the agent when its episode ends.
 
     Returns:

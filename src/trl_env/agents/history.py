@@ -27,7 +27,7 @@ from typing import Any
 from trl_env.core import ToolResult
 from trl_env.errors import TrlEnvError
 
-HISTORY_POLICIES = ("fail",)
+HISTORY_POLICIES = ("fail", "split")
 
 
 class HistoryError(TrlEnvError, ValueError):
@@ -76,6 +76,8 @@ def added_messages(conversation: Sequence[dict[str, Any]], messages: Sequence[di
             request adds nothing.
     """
     for index, expected in enumerate(conversation):
+        if index < len(messages) and messages[index] is expected:
+            continue  # the previous request's own message, resent unchanged (read_request reused it)
         got = comparable(messages[index]) if index < len(messages) else None
         if got != comparable(expected):
             raise HistoryError(
@@ -85,6 +87,29 @@ def added_messages(conversation: Sequence[dict[str, Any]], messages: Sequence[di
     if not added:
         raise HistoryError("the agent's request adds no message after the answer it was given")
     return added
+
+
+def template_messages(messages: Sequence[dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """A request's messages in the chat-template form a rewritten history is rendered in (``split``).
+
+    Tool calls take the ``{"type": "function", "function": {"name", "arguments"}}`` form every template reads;
+    a tool message keeps its ``name`` and ``tool_call_id`` where the agent gave them.
+
+    Example:
+        >>> template_messages([{"role": "assistant", "content": "", "tool_calls": [{"name": "f", "arguments": {}}]}])
+        ({'role': 'assistant', 'content': '', 'tool_calls': [{'type': 'function', 'function': {'name': 'f', \
+'arguments': {}}}]},)
+    """
+    out = []
+    for message in messages:
+        plain = {key: message[key] for key in ("role", "content", "name", "tool_call_id") if key in message}
+        if message.get("tool_calls"):
+            plain["tool_calls"] = [
+                {"type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                for c in message["tool_calls"]
+            ]
+        out.append(plain)
+    return tuple(out)
 
 
 def first_turn(messages: Sequence[dict[str, Any]]) -> tuple[str, str]:

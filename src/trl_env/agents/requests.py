@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from trl_env.chat.tool_calls import ToolCall
@@ -53,12 +53,14 @@ class ChatRequest:
             with ``arguments`` a dict; a tool message's ``name`` and ``tool_call_id`` when given.
         tools: the request's tools as JSON schemas (``{"type": "function", "function": {...}}``).
         stop: the request's stop sequences (accepted, not applied).
+        raw_messages: the messages as sent (parsed JSON), so that the next request can reuse what it resends.
     """
 
     model: str
     messages: tuple[dict[str, Any], ...]
     tools: tuple[dict[str, Any], ...]
     stop: tuple[str, ...] = ()
+    raw_messages: tuple[Any, ...] = field(default=(), repr=False, compare=False)
 
 
 def _text(content: Any, field: str) -> str:
@@ -147,11 +149,16 @@ def _refuse_unsupported(body: dict[str, Any]) -> None:
         raise RequestError("response_format", f"only {{'type': 'text'}} is supported, got {response_format!r}")
 
 
-def read_request(body: Any) -> ChatRequest:
+def read_request(body: Any, previous: ChatRequest | None = None) -> ChatRequest:
     """Validate a chat-completions request body (parsed JSON).
+
+    An agent resends its whole conversation at every request: when the request's first messages are, as sent,
+    exactly ``previous``'s, their plain forms are ``previous``'s own message objects (not read again), which is
+    also how :func:`~trl_env.agents.history.added_messages` knows them unchanged without comparing them.
 
     Args:
         body: the request's JSON body.
+        previous: the episode's previous request, whose messages this one may resend.
 
     Returns:
         The request, its messages made plain.
@@ -180,8 +187,13 @@ def read_request(body: Any) -> ChatRequest:
     stop = (stop,) if isinstance(stop, str) else stop
     if not (isinstance(stop, list | tuple) and all(isinstance(s, str) for s in stop)):
         raise RequestError("stop", f"expected a string or a list of strings, got {stop!r:.80}")
-    messages_read = tuple(_message(m, i) for i, m in enumerate(messages))
-    return ChatRequest(str(body.get("model", "")), messages_read, _tools(body.get("tools")), tuple(stop))
+    known = len(previous.raw_messages) if previous is not None else 0
+    if not (0 < known <= len(messages) and previous is not None and messages[:known] == list(previous.raw_messages)):
+        known = 0  # one C-level comparison of the parsed JSON: equal as sent means equal once read
+    reused = previous.messages[:known] if known else ()
+    messages_read = reused + tuple(_message(m, i) for i, m in enumerate(messages[known:], start=known))
+    tools = _tools(body.get("tools"))
+    return ChatRequest(str(body.get("model", "")), messages_read, tools, tuple(stop), tuple(messages))
 
 
 def response_body(model: str, text: str, calls: list[ToolCall], number: int) -> dict[str, Any]:

@@ -127,6 +127,7 @@ class EpisodeServer:
         self.connections: set[socket.socket] = set()  # kept-alive client connections, each held by a handler thread
         self._lock = threading.Lock()
         self._pending: PendingRequest | None = None
+        self._last: ChatRequest | None = None  # the last request handed to the env: the next one resends it
         self._refusal: str | None = None
         self._http = _HTTPServer(("127.0.0.1", 0), _Handler)
         self._http.episode = self
@@ -145,7 +146,7 @@ class EpisodeServer:
                 body = json.loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError) as error:
                 raise RequestError("body", f"not JSON ({error})") from None
-            request = read_request(body)
+            request = read_request(body, self._last)
         except RequestError as error:
             self.refused.append(str(error))
             return 400, error_body(str(error), error.field)
@@ -155,6 +156,7 @@ class EpisodeServer:
                 refusal = "one request at a time per episode: the previous request has no answer yet"
             if refusal is None:
                 pending = self._pending = PendingRequest(request)
+                self._last = request
         if refusal is not None:
             self.refused.append(refusal)
             return 400, error_body(refusal, kind="episode_over")

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from trl_env.chat.chunk_encoder import ChunkEncoder
 from trl_env.chat.chunked_processor import ChunkedProcessor
 from trl_env.chat.parsing import parse_turn
-from trl_env.core import Generation, Processor, ToolResult
+from trl_env.core import Generation, HistoryRewrite, Processor, ToolResult
 from trl_env.engine.config import RolloutConfig
 from trl_env.engine.fault_policy import EnvError
 from trl_env.engine.history import TemplateHistory
@@ -37,6 +37,11 @@ from trl_env.envpool.pool import EnvFault, EnvPool, EnvReply, EnvSlot
 from trl_env.episode import Episode, SegmentKind, StopReason, Turn, TurnSample
 from trl_env.errors import ConfigError
 from trl_env.generation.base import cut_at_stop
+
+NO_SPLIT = (
+    "starting a new sample from the rewritten conversation (on_history_rewrite='split') needs "
+    "RolloutConfig.history='template' or 'window': under 'full' an episode is one token sequence"
+)
 
 if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
     from transformers import PreTrainedTokenizerBase
@@ -57,6 +62,7 @@ class LiveEpisode:
         self.turn: Turn | None = None  # the turn whose env step is in flight
         self.branch_points: list[int] = []  # completion offsets of the forks so far
         self.opening = len(episode.messages)  # per-turn histories: the messages every prompt keeps
+        self.start = 0  # per-turn histories: where the current conversation starts (after a history rewrite)
         self.shown = list(range(self.opening))  # per-turn histories: the messages the current prompt renders
         self.prompt_length = len(self.context)  # per-turn histories: the current turn's prompt length
         self.replaced: list[int] | None = None  # per-turn histories: the last turn's context, until the next call
@@ -241,8 +247,12 @@ class EpisodeSteps:
         if run.episode.num_turns >= config.max_turns:
             self.finish(run, StopReason.MAX_TURNS)
             return False
+        if reply.history_rewrite is not None and self.history is None:
+            fault = EnvFault("exception", f"HistoryError: {reply.history_rewrite.reason}; {NO_SPLIT}")
+            self.fail(run.episode, run.slot, fault, turn=run.episode.num_turns, root=run.root, run=run)
+            return False
         if self.history is not None:
-            return self._next_prompt(run, delta, results)
+            return self._next_prompt(run, delta, results, reply.history_rewrite)
         ids, text = self.encoder.env_turn(delta, results, close_turn=False)
         if len(ids) + 1 > run.budget_left(config):
             self.finish(run, StopReason.TOKEN_BUDGET)
@@ -251,12 +261,27 @@ class EpisodeSteps:
         run.context.extend(ids)
         return True
 
-    def _next_prompt(self, run: LiveEpisode, delta: str, results: list[ToolResult]) -> bool:
-        """Per-turn histories: render the next turn's prompt; True when it fits the budget with a sampled token."""
+    def _next_prompt(
+        self, run: LiveEpisode, delta: str, results: list[ToolResult], rewrite: HistoryRewrite | None
+    ) -> bool:
+        """Per-turn histories: render the next turn's prompt; True when it fits the budget with a sampled token.
+
+        After a history rewrite the prompt renders the env's new conversation alone: it is appended to
+        ``Episode.messages`` (the earlier turn samples keep their message positions) and later turns extend it.
+        """
         assert self.history is not None
         episode = run.episode
-        episode.messages += self.history.answer(delta, results)
-        shown = self.history.indices(episode.messages, run.opening)
+        if rewrite is None:
+            episode.messages += self.history.answer(delta, results)
+        else:
+            run.start = len(episode.messages)
+            episode.messages += [dict(m) for m in rewrite.messages]
+            run.opening = next(
+                (i for i, m in enumerate(rewrite.messages) if m["role"] == "assistant"), len(rewrite.messages)
+            )
+            episode.history_rewrites.append({"turn": episode.num_turns, "start": run.start, "reason": rewrite.reason})
+        current = episode.messages[run.start :]
+        shown = [run.start + i for i in self.history.indices(current, run.opening)]
         prompt = self.history.prompt_ids(episode.messages, shown, episode.tools)
         budget = self.config.max_completion_tokens
         if budget is not None and len(prompt) + 1 > budget + len(episode.prompt_ids):
@@ -272,7 +297,7 @@ class EpisodeSteps:
             if run.replaced is not None:
                 self.on_end(run.replaced)
         if self.history is not None:  # the transcript: the whole conversation as the template renders it
-            run.episode.history_text = self.history.render(run.episode.messages, run.episode.tools, generation=False)
+            run.episode.history_text = self.history.transcript(run.episode)
         run.episode.stop_reason = reason
         self.releases.append((run.episode, self.pool.release(run.slot)))
         self.finished.append(run.episode)

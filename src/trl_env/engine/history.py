@@ -25,9 +25,13 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from trl_env.core import ToolResult
+
+if TYPE_CHECKING:
+    from trl_env.episode import Episode
 from trl_env.errors import TemplateError
 
 PROBE = "PROBEQXZ"
@@ -143,3 +147,12 @@ class TemplateHistory:
         ids = [int(i) for i in ids]
         self.encoded_tokens += len(ids)
         return ids
+
+    def transcript(self, episode: Episode) -> str:
+        """The episode's conversation as the template renders it; after each history rewrite (an env that rewrote
+        its conversation, see :class:`~trl_env.core.RewritesHistory`) a line saying why, then the new conversation.
+        """
+        starts = [0, *(r["start"] for r in episode.history_rewrites), len(episode.messages)]
+        parts = [self.render(episode.messages[a:b], episode.tools, generation=False) for a, b in pairwise(starts)]
+        notes = [f"\n[history rewritten before turn {r['turn']}: {r['reason']}]\n" for r in episode.history_rewrites]
+        return parts[0] + "".join(note + part for note, part in zip(notes, parts[1:], strict=True))

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from trl_env.core import ToolResult
+from trl_env.core import HistoryRewrite, ToolResult
 from trl_env.errors import TrlEnvError
 
 
@@ -36,6 +36,8 @@ class EnvReply:
             renders them as ``tool`` messages instead of a user message.
         system_prompt: after ``reset`` of a :class:`~trl_env.core.SetsSystemPrompt` env, its episode's system
             prompt (None: the rollout's).
+        history_rewrite: after ``step`` of a :class:`~trl_env.core.RewritesHistory` env that rewrote its
+            conversation, the new messages and why (None: the conversation goes on).
     """
 
     delta: str
@@ -45,6 +47,7 @@ class EnvReply:
     tools: tuple[dict[str, Any], ...] = field(default=(), repr=False)
     tool_results: tuple[ToolResult, ...] = field(default=(), repr=False)
     system_prompt: str | None = field(default=None, repr=False)
+    history_rewrite: HistoryRewrite | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
