@@ -1,0 +1,50 @@
+"""The side-by-side with TRL's tool loop: both arms train the calculator, are evaluated alike, and are reported."""
+
+from __future__ import annotations
+
+import doctest
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("vs_trl_tools", ROOT / "experiments" / "vs_trl_tools.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_both_arms_train_a_step_then_are_evaluated_on_the_same_heldout_questions(tiny_model_dir, tmp_path):
+    experiment = _load()
+    runs = tmp_path / "runs"
+    common = ["--runs", str(runs), "--model", str(tiny_model_dir), "--max-steps", "1", "--eval-episodes", "2"]
+    common += ["--threads", "1"]
+    for arm in ("untrained", "trl", "trl-env"):
+        assert experiment.main(["one", "--arm", arm, *common]) == 0
+    assert experiment.main(["report", "--runs", str(runs), "--result", str(tmp_path / "r.json")]) == 0
+    table = json.loads((tmp_path / "r.json").read_text())
+    assert sorted(table) == ["trl", "trl-env", "untrained"]
+    assert table["trl"]["steps"] == table["trl-env"]["steps"] == [1] and table["untrained"]["steps"] == [0]
+    _, heldout = experiment.questions(4096, 2)
+    for arm, row in table.items():
+        assert row["eval_episodes"] == [2] and 0.0 <= row["heldout_success"][0] <= 1.0
+        records = [json.loads(line) for line in (runs / f"{arm}-seed0" / "transcripts_heldout.jsonl").open()]
+        assert [r["seed"] for r in records] == heldout  # the same questions for every arm
+        assert '"multiply"' in json.dumps(records[0]) or "multiply" in json.dumps(records[0])  # tools declared
+    trl = json.loads((runs / "trl-seed0" / "summary.json").read_text())
+    assert trl["steps_per_minute"] > 0 and trl["train_seconds"] > 0
+
+
+def test_the_training_and_heldout_questions_never_meet():
+    training, heldout = _load().questions(4096, 128)
+    assert len(heldout) == len(set(heldout)) == 128 and len(training) == 4096
+    assert not set(training) & set(heldout) and len(set(training)) == 576 - 128  # every other question is trained on
+
+
+def test_the_docstring_examples_run():
+    assert doctest.testmod(_load()).failed == 0
