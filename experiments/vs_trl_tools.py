@@ -73,7 +73,9 @@ def questions(train: int, heldout: int) -> tuple[list[str], list[str]]:
     return training, held
 
 
-def settings_for(seed: int, minutes: float, output_dir: Path, bf16: bool, max_steps: int | None = None) -> Any:
+def settings_for(
+    seed: int, minutes: float, output_dir: Path, bf16: bool, max_steps: int | None = None, tokens: int = 256
+) -> Any:
     """The one recipe both arms train with (the demo's: LoRA r=16, lr 5e-4, 2 questions x 8 episodes per step)."""
     from trl_env.engine.config import RolloutConfig
     from trl_env.trainer.recipe import TrainSettings
@@ -91,8 +93,8 @@ def settings_for(seed: int, minutes: float, output_dir: Path, bf16: bool, max_st
         # TRL caps only the whole completion, so the per-turn cap is the whole budget too
         rollout=RolloutConfig(
             max_turns=TOOL_ITERATIONS + 1,
-            max_turn_tokens=256,
-            max_completion_tokens=256,
+            max_turn_tokens=tokens,
+            max_completion_tokens=tokens,
             env_isolation="thread",  # TRL calls the tools in its own process too
         ),
     )
@@ -142,8 +144,8 @@ def train_arm(arm: str, model: Any, tokenizer: Any, training: list[str], setting
 def one_run(arm: str, seed: int, args: argparse.Namespace, out: Path) -> dict:
     """Train one arm for ``args.minutes`` (none for ``"untrained"``), evaluate it, write ``out/summary.json``.
 
-    ``args``: ``minutes``, ``eval_episodes``, ``threads``, ``fp32``, ``model`` (None: SmolLM2-135M-Instruct)
-    and ``max_steps`` (None: the minutes decide), as ``main`` parses them.
+    ``args``: ``minutes``, ``eval_episodes``, ``threads``, ``fp32``, ``model`` (None: SmolLM2-135M-Instruct),
+    ``max_steps`` (None: the minutes decide) and ``tokens`` (the completion budget), as ``main`` parses them.
     """
     import torch
 
@@ -157,7 +159,7 @@ def one_run(arm: str, seed: int, args: argparse.Namespace, out: Path) -> dict:
     bf16 = not args.fp32 and cpu_has_bf16()
     model, tokenizer = load(Path(args.model) if args.model else ensure_demo_model())
     training, heldout = questions(4096, args.eval_episodes)
-    settings = settings_for(seed, args.minutes, out, bf16, args.max_steps)
+    settings = settings_for(seed, args.minutes, out, bf16, args.max_steps, args.tokens)
     steps, train_seconds = 0, 0.0
     if arm != "untrained":
         trainer = train_arm(arm, model, tokenizer, training, settings)
@@ -207,6 +209,7 @@ def run(args: argparse.Namespace) -> None:
         command += ["--threads", str(args.threads)] + (["--fp32"] if args.fp32 else [])
         command += ["--model", args.model] if args.model else []
         command += ["--max-steps", str(args.max_steps)] if args.max_steps else []
+        command += ["--tokens", str(args.tokens)]
         print(" ".join(command), flush=True)
         subprocess.run(command, check=True)
 
@@ -255,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--fp32", action="store_true", help="no bfloat16 autocast even where the CPU has it")
         command.add_argument("--model", help="model directory (default: SmolLM2-135M-Instruct, as the demo's)")
         command.add_argument("--max-steps", type=int, help="stop after N steps (default: the minutes decide)")
+        command.add_argument("--tokens", type=int, default=256, help="completion tokens per episode (default 256)")
     report_parser = sub.add_parser("report")
     for command in (go, one, report_parser):
         command.add_argument("--runs", type=Path, default=RUNS, help=f"the runs' folder (default {RUNS})")

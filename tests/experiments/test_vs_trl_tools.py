@@ -23,7 +23,7 @@ def test_both_arms_train_a_step_then_are_evaluated_on_the_same_heldout_questions
     experiment = _load()
     runs = tmp_path / "runs"
     common = ["--runs", str(runs), "--model", str(tiny_model_dir), "--max-steps", "1", "--eval-episodes", "2"]
-    common += ["--threads", "1"]
+    common += ["--threads", "1", "--tokens", "24"]  # a random tiny model never stops a turn by itself
     for arm in ("untrained", "trl", "trl-env"):
         assert experiment.main(["one", "--arm", arm, *common]) == 0
     assert experiment.main(["report", "--runs", str(runs), "--result", str(tmp_path / "r.json")]) == 0
@@ -35,7 +35,7 @@ def test_both_arms_train_a_step_then_are_evaluated_on_the_same_heldout_questions
         assert row["eval_episodes"] == [2] and 0.0 <= row["heldout_success"][0] <= 1.0
         records = [json.loads(line) for line in (runs / f"{arm}-seed0" / "transcripts_heldout.jsonl").open()]
         assert [r["seed"] for r in records] == heldout  # the same questions for every arm
-        assert '"multiply"' in json.dumps(records[0]) or "multiply" in json.dumps(records[0])  # tools declared
+        assert '"name": "multiply"' in records[0]["text"]  # the tools are declared in the prompt
     trl = json.loads((runs / "trl-seed0" / "summary.json").read_text())
     assert trl["steps_per_minute"] > 0 and trl["train_seconds"] > 0
 
