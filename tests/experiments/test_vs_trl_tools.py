@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 import doctest
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.experiments.experiment_module import load_experiment
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("vs_trl_tools", ROOT / "experiments" / "vs_trl_tools.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment("vs_trl_tools")
 
 
 def test_both_arms_train_a_step_then_are_evaluated_on_the_same_heldout_questions(tiny_model_dir, tmp_path):
