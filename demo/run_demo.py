@@ -10,7 +10,8 @@
 The recipe: ``examples.guess_number:GuessNumberEnv`` over 1..16, at most 5 turns of at most
 6 sampled tokens; every assistant turn is prefilled with ``"My guess:"`` (``--answer-prefix``;
 it is part of the environment's chunk, never trained on); shaped reward (1 if solved, +0.1 x
-valid and +0.2 x consistent fraction of guesses); LoRA r=16, alpha 32 on all linear layers,
+valid and +0.2 x consistent fraction of guesses; ``--reward info_gain``: the additive per-turn
+information gain of :mod:`examples.guess_number.rewards` instead); LoRA r=16, alpha 32 on all linear layers,
 lr 5e-4, beta 0, 2 secrets x 8 episodes per step. For speed on CPU, sampling re-uses keys and
 values (the prompt shared by all episodes, and each episode's earlier turns:
 :class:`~trl_env.caching_generators.EpisodeCacheGenerator`) and, on CPUs with AVX512-BF16/AMX,
@@ -31,10 +32,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import json
 import os
-import pkgutil
 import sys
 import time
 from dataclasses import dataclass
@@ -48,16 +47,12 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
+from demo.tasks import DEMO_REWARD, REWARDS, TASKS, task_factory  # noqa: E402 (after the sys.path line above)
+
 SYSTEM_PROMPT = ""  # empty: the chat template's own default system prompt
 ANSWER_PREFIX = "My guess:"  # opens every assistant turn (prefilled): the model continues with a number
-ENV_KWARGS = {"low": 1, "high": 16, "max_turns": 5}
 # the demo's credit assignment: chosen by experiments/credit_assignment.py (docs/credit_assignment.md)
 DEMO_ADVANTAGE, DEMO_TREE, SMOKE_TREE = "episode", None, "1x2"
-# the demo's task, and one where the first turn decides whether success is possible (the credit comparison)
-TASKS = {
-    "guess": ("examples.guess_number:GuessNumberEnv", ENV_KWARGS),
-    "doors": ("examples.vault_doors:VaultDoorsEnv", {"doors": 3, "low": 1, "high": 8, "max_turns": 5}),
-}
 
 
 @dataclass
@@ -154,6 +149,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         choices=("episode", "turn", "anchor", "tree"),
         help="credit assignment (default: the demo's, see DemoPlan; episode is plain GRPO)",
     )
+    parser.add_argument(
+        "--reward",
+        choices=REWARDS,
+        default=DEMO_REWARD,
+        help=f"the env's reward: ratio (shaped score, recomputed each turn) or info_gain (additive per-turn "
+        f"information + 1 on success; docs/credit_assignment.md); default {DEMO_REWARD}",
+    )
     parser.add_argument("--gamma", type=float, default=1.0, help="discount of later turns (turn and anchor modes)")
     parser.add_argument("--max-steps", type=int, help="stop after N optimizer steps (default: --minutes decides)")
     parser.add_argument(
@@ -231,7 +233,7 @@ def plot_reward_curve(history: list[dict[str, Any]], before: Any | None, after: 
         axes.axhline(before.mean_reward, color="grey", linestyle="--", label=label)
     axes.axhline(after.mean_reward, color="green", linestyle="--", label=f"held-out after: {after.mean_reward:.2f}")
     axes.set_xlabel("GRPO step")
-    axes.set_ylabel("episode reward (1 solved + shaping)")
+    axes.set_ylabel("episode reward (1 solved + shaping or information)")
     axes.set_title("guess-the-number, SmolLM2-135M-Instruct + LoRA, GRPO on CPU")
     axes.legend(loc="upper left", fontsize=8)
     figure.tight_layout()
@@ -316,9 +318,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"answer prefix {args.answer_prefix!r} is not additive with this tokenizer: not using it")
         processor, args.answer_prefix = ChatTemplateProcessor(tokenizer), ""
     bf16 = not args.fp32 and cpu_has_bf16()
-    print(f"answer prefix: {args.answer_prefix!r}; bfloat16 autocast: {bf16}")
-    factory_path, env_kwargs = TASKS[args.task]
-    env_factory = functools.partial(pkgutil.resolve_name(factory_path), **env_kwargs)
+    print(f"answer prefix: {args.answer_prefix!r}; bfloat16 autocast: {bf16}; reward: {args.reward}")
+    env_factory = task_factory(args.task, args.reward)
     seeds = heldout_seeds(plan.eval_episodes)
 
     def run_eval(policy: Any, label: str) -> Any:
@@ -402,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
         "bf16": bf16,
         "threads": torch.get_num_threads(),
         "task": args.task,
+        "reward": args.reward,
+        "env_kwargs": env_factory.keywords,  # what the env factory was built with
         "advantage": args.advantage,
         "gamma": args.gamma,
         "tree": args.tree,

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from demo.demo_model import GGUF_NAME, TURN_END, convert_gguf, download_gguf, gguf_dir, is_converted
+from demo.tasks import DEMO_REWARD, task_factory
 from trl_env.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,6 +34,7 @@ def test_demo_smoke_run_writes_every_output(tiny_model_dir, tmp_path):
     assert (out / "model" / "model.safetensors").exists()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 2 and summary["smoke"]
+    assert summary["env_kwargs"] == {"low": 1, "high": 16, "max_turns": 5, "reward": "ratio"}  # the default reward
     for label in ("before", "after"):
         records = [json.loads(line) for line in (out / f"transcripts_{label}.jsonl").read_text().splitlines()]
         assert [r["seed"] for r in records] == [f"eval-{i}" for i in range(4)]
@@ -54,7 +56,9 @@ def test_demo_trains_with_tree_rollouts_resampled_groups_and_no_first_evaluation
     out = tmp_path / "demo"
     args = ["--smoke", "--model", str(tiny_model_dir), "--out-dir", str(out), "--threads", "2", "--skip-before"]
     zero_variance = ["--zero-variance", "resample", "--max-extra-episodes", "4"]  # the demo's flags reach training
-    assert _load_demo().main([*args, "--advantage", "tree", "--tree", "1x2", *zero_variance]) == 0
+    assert (
+        _load_demo().main([*args, "--advantage", "tree", "--tree", "1x2", "--reward", "info_gain", *zero_variance]) == 0
+    )
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["zero_variance"], summary["max_extra_episodes"]) == ("resample", 4)
     log = json.loads((out / "log_history.json").read_text())
@@ -63,8 +67,24 @@ def test_demo_trains_with_tree_rollouts_resampled_groups_and_no_first_evaluation
     assert summary["before"] is None and summary["after"]["episodes"] == 4
     assert (summary["advantage"], summary["tree"], summary["steps"]) == ("tree", "1x2", 2)
     assert not (out / "transcripts_before.jsonl").exists()
+    # --reward info_gain reached the env factory that trained and evaluated
+    assert summary["reward"] == "info_gain" and summary["env_kwargs"]["reward"] == "info_gain"
     with pytest.raises(ValueError, match="go together"):
         _load_demo().main([*args, "--tree", "1x2"])  # a tree needs its advantage
+
+
+def test_demo_reward_flag_picks_the_env_reward_and_defaults_to_the_ratio(capsys):
+    demo = _load_demo()
+    assert demo.parse_args([]).reward == "ratio" == DEMO_REWARD
+    assert demo.parse_args(["--reward", "info_gain"]).reward == "info_gain"
+    with pytest.raises(SystemExit):
+        demo.parse_args(["--reward", "bits"])
+    assert "invalid choice: 'bits'" in capsys.readouterr().err
+    guess, doors = task_factory("guess", "info_gain")(), task_factory("doors", "info_gain")()
+    assert (guess.reward_kind, doors.code.reward_kind) == ("info_gain", "info_gain")
+    assert task_factory("guess")().reward_kind == "ratio"
+    guess.reset("13")
+    assert guess.step("8")[0].reward == 0.25  # one of four bits
 
 
 def test_train_command_saves_a_model_that_eval_loads(tiny_model_dir, tmp_path, monkeypatch, capsys):

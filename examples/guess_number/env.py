@@ -1,9 +1,12 @@
-"""Guess-the-number environment with a shaped reward."""
+"""Guess-the-number environment: a shaped ratio reward or an additive information-gain reward."""
 
 from __future__ import annotations
 
 import hashlib
 import re
+
+from examples.guess_number.rewards import REWARDS, info_gain_reward, ratio_reward
+from trl_env.errors import ConfigError
 
 _INT = re.compile(r"(?:(?<![\w.])[-+])?[0-9]+")  # a sign counts only when it starts a token
 
@@ -36,13 +39,19 @@ class GuessNumberEnv:
     ``"Invalid guess: ..."`` message and still uses up a turn; nothing the agent writes raises.
     Stepping a finished episode changes nothing and returns ``"The episode is over."``.
 
-    Reward (recomputed after every step, ``0.0`` before the first)::
+    Reward (``0.0`` before the first step), chosen by ``reward``
+    (:mod:`examples.guess_number.rewards`)::
 
-        reward = 1.0 * solved + 0.1 * valid_guesses / turns + 0.2 * consistent_guesses / turns
+        "ratio" (default):  1.0 * solved + 0.1 * valid_guesses / turns + 0.2 * consistent_guesses / turns
+        "info_gain":        1.0 * solved + log2(N / candidates) / log2(N)
 
     where a guess is *valid* if it is an integer in ``[low, high]`` and *consistent* if it is
-    valid and still possible given all earlier feedback. Invalid guesses count in ``turns``,
-    so the maximum is 1.3 (e.g. a perfect binary search). The value is rounded to 9 decimals.
+    valid and still possible given all earlier feedback; ``N = high - low + 1`` and ``candidates``
+    the secrets still possible. The ratio is recomputed each turn (maximum 1.3, e.g. a perfect
+    binary search); the information gain is a sum of per-turn gains (each guess earns how much it
+    shrinks the candidates, an inconsistent or invalid one 0; pinning the secret down earns 1 in
+    all, solving 1 more), so its per-turn changes are per-turn credit. ``metrics()["success"]`` is
+    the evaluation criterion under both. Values are rounded to 9 decimals.
 
     Example:
         >>> env, prompt = GuessNumberEnv().reset("11")
@@ -52,14 +61,20 @@ class GuessNumberEnv:
         >>> env, delta = env.step("My guess is 11")
         >>> delta, env.alive, env.reward
         ('Correct! The number is 11.', False, 1.3)
+        >>> env, _ = GuessNumberEnv(reward="info_gain").reset("11")
+        >>> env, _ = env.step("8")  # 16 -> 8 candidates: 1 of 4 bits
+        >>> env.reward
+        0.25
     """
 
-    def __init__(self, low: int = 1, high: int = 16, max_turns: int = 5) -> None:
+    def __init__(self, low: int = 1, high: int = 16, max_turns: int = 5, reward: str = "ratio") -> None:
         if low > high:
             raise ValueError(f"low ({low}) must be <= high ({high})")
         if max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {max_turns}")
-        self.low, self.high, self.max_turns = low, high, max_turns
+        if reward not in REWARDS:
+            raise ConfigError(f"GuessNumberEnv: reward must be one of {REWARDS}, got {reward!r}")
+        self.low, self.high, self.max_turns, self.reward_kind = low, high, max_turns, reward
         self.secret = low
         self._clear()
 
@@ -113,9 +128,17 @@ class GuessNumberEnv:
                 delta = f"Correct! The number is {guess}."
                 self.solved = True
         self.alive = not self.solved and self.turns < self.max_turns
-        shaping = (0.1 * self.valid_guesses + 0.2 * self.consistent_guesses) / self.turns
-        self.reward = round(float(self.solved) + shaping, 9)  # rounded so 1.3 prints as 1.3
+        self.reward = self._reward()
         return self, delta
+
+    def candidates(self) -> int:
+        """How many secrets are still consistent with the feedback so far (1 once solved)."""
+        return 1 if self.solved else self.possible_high - self.possible_low + 1
+
+    def _reward(self) -> float:
+        if self.reward_kind == "info_gain":
+            return info_gain_reward(self.solved, self.candidates(), self.high - self.low + 1)
+        return ratio_reward(self.solved, self.valid_guesses, self.consistent_guesses, self.turns)
 
     def _parse(self, action: str) -> int | None:
         """The first integer in ``action`` if it lies in ``[low, high]``, else None."""

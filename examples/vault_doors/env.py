@@ -28,6 +28,11 @@ class VaultDoorsEnv:
     its reward and feedback). So the outcome depends on an early decision and on later play, which is
     what turn-level credit is meant to tell apart.
 
+    ``reward`` picks the code game's reward (``"ratio"``, the default, or ``"info_gain"``:
+    :mod:`examples.guess_number.rewards`). The door turn itself earns 0 either way: the prompt names
+    the door, so picking it gains no information; its credit is the return of the turns it makes
+    possible (a wrong door ends the episode at 0).
+
     Example:
         >>> env, prompt = VaultDoorsEnv().reset("eval-0")
         >>> door = env.door
@@ -43,13 +48,13 @@ class VaultDoorsEnv:
         (False, 0.0, 0.0)
     """
 
-    def __init__(self, doors: int = 3, low: int = 1, high: int = 8, max_turns: int = 5) -> None:
+    def __init__(self, doors: int = 3, low: int = 1, high: int = 8, max_turns: int = 5, reward: str = "ratio") -> None:
         if doors < 2:
             raise ValueError(f"doors must be >= 2, got {doors}")
         if max_turns < 2:
             raise ValueError(f"max_turns must be >= 2 (a door, then at least one code), got {max_turns}")
         self.doors, self.low, self.high, self.max_turns = doors, low, high, max_turns
-        self.code = GuessNumberEnv(low, high, max_turns - 1)
+        self.code = GuessNumberEnv(low, high, max_turns - 1, reward=reward)
         self.door = 1
         self.reward: float = 0.0
         self.alive: bool = True

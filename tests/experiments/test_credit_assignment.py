@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 import doctest
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.experiments.experiment_module import load_experiment
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("credit_assignment", ROOT / "experiments" / "credit_assignment.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_experiment("credit_assignment")
 
 
 def test_two_methods_run_resume_and_report(tiny_model_dir, tmp_path, capsys):

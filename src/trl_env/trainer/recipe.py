@@ -118,48 +118,15 @@ def build_trainer(
     Returns:
         The ``GRPOTrainer``; call ``.train()``. Its ``state.log_history`` holds the logged figures.
     """
-    import torch
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from trl_env.chat.template_processor import ChatTemplateProcessor
     from trl_env.trainer.rollout_func import env_reward, make_rollout_func
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    needed = settings.steps * settings.prompts_per_step
-    prompts = [seeds[i % len(seeds)] for i in range(max(needed, len(seeds)))]
-    config = GRPOConfig(
-        output_dir=settings.output_dir,
-        per_device_train_batch_size=settings.batch_size,
-        gradient_accumulation_steps=1,
-        num_generations=settings.num_generations,
-        max_completion_length=settings.rollout.max_completion_tokens or DEFAULT_COMPLETION_TOKENS,
-        max_steps=settings.steps,
-        learning_rate=settings.lr,
-        beta=settings.beta,
-        temperature=settings.temperature,
-        logging_steps=settings.logging_steps,
-        report_to=settings.report_to,
-        save_strategy="no",
-        use_cpu=not torch.cuda.is_available(),
-        bf16=settings.bf16,
-        seed=settings.seed,
-        data_seed=settings.seed,
-        disable_tqdm=True,
-        gradient_checkpointing=False,  # short episodes: memory is no issue, recomputation costs a third more
-        **settings.extra_args,
-    )
-    if settings.lora_r > 0:
-        from peft import LoraConfig, get_peft_model
-
-        lora = LoraConfig(
-            r=settings.lora_r,
-            lora_alpha=settings.lora_alpha or 2 * settings.lora_r,
-            target_modules="all-linear",
-            lora_dropout=0.0,
-            task_type="CAUSAL_LM",
-        )
-        model = get_peft_model(model, lora)
+    config = grpo_config(settings)
+    model = with_lora(model, settings)
     if processor is None:
         processor = ChatTemplateProcessor(tokenizer, per_turn=settings.rollout.per_turn)
     rollout_func = make_rollout_func(
@@ -187,10 +154,88 @@ def build_trainer(
         processing_class=tokenizer,
         reward_funcs=env_reward,
         args=config,
-        train_dataset=Dataset.from_dict({"prompt": prompts}),
+        train_dataset=Dataset.from_dict({"prompt": training_prompts(seeds, settings)}),
         rollout_func=rollout_func,
         callbacks=all_callbacks,
     )
+
+
+def training_prompts(seeds: Sequence[Any], settings: TrainSettings) -> list[Any]:
+    """The dataset's ``prompt`` column: ``seeds`` cycled to cover ``settings.steps`` steps.
+
+    Example:
+        >>> training_prompts(["a", "b"], TrainSettings(steps=2, prompts_per_step=3))
+        ['a', 'b', 'a', 'b', 'a', 'b']
+    """
+    needed = settings.steps * settings.prompts_per_step
+    return [seeds[i % len(seeds)] for i in range(max(needed, len(seeds)))]
+
+
+def grpo_config(settings: TrainSettings, **overrides: Any) -> Any:
+    """The ``GRPOConfig`` of ``settings`` (``settings.extra_args`` and ``overrides`` added to it).
+
+    :func:`build_trainer` uses it; a comparison with another trainer setup (TRL's own
+    ``environment_factory``, ``experiments/vs_trl_tools.py``) uses it for the same recipe.
+
+    Args:
+        settings: the run's hyper-parameters.
+        **overrides: more ``GRPOConfig`` fields, e.g. ``max_tool_calling_iterations``.
+
+    Returns:
+        A ``trl.GRPOConfig``.
+
+    Example:
+        >>> grpo_config(TrainSettings(steps=3, output_dir="/tmp/x"), max_tool_calling_iterations=2).max_steps
+        3
+    """
+    import torch
+    from trl import GRPOConfig
+
+    return GRPOConfig(
+        output_dir=settings.output_dir,
+        per_device_train_batch_size=settings.batch_size,
+        gradient_accumulation_steps=1,
+        num_generations=settings.num_generations,
+        max_completion_length=settings.rollout.max_completion_tokens or DEFAULT_COMPLETION_TOKENS,
+        max_steps=settings.steps,
+        learning_rate=settings.lr,
+        beta=settings.beta,
+        temperature=settings.temperature,
+        logging_steps=settings.logging_steps,
+        report_to=settings.report_to,
+        save_strategy="no",
+        use_cpu=not torch.cuda.is_available(),
+        bf16=settings.bf16,
+        seed=settings.seed,
+        data_seed=settings.seed,
+        disable_tqdm=True,
+        gradient_checkpointing=False,  # short episodes: memory is no issue, recomputation costs a third more
+        **{**settings.extra_args, **overrides},
+    )
+
+
+def with_lora(model: Any, settings: TrainSettings) -> Any:
+    """``model`` wrapped in the LoRA adapter of ``settings`` (all linear layers), or itself when ``lora_r`` is 0.
+
+    Args:
+        model: a transformers causal LM.
+        settings: ``lora_r`` and ``lora_alpha`` (default ``2 * lora_r``).
+
+    Returns:
+        A ``peft`` model, or ``model`` unchanged.
+    """
+    if settings.lora_r <= 0:
+        return model
+    from peft import LoraConfig, get_peft_model
+
+    lora = LoraConfig(
+        r=settings.lora_r,
+        lora_alpha=settings.lora_alpha or 2 * settings.lora_r,
+        target_modules="all-linear",
+        lora_dropout=0.0,
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(model, lora)
 
 
 def save_merged(trainer: Any, tokenizer: Any, output_dir: str | Path) -> Path:
