@@ -32,6 +32,7 @@ from trl_env.core import Generation, HistoryRewrite, Processor, ToolResult
 from trl_env.engine.config import RolloutConfig
 from trl_env.engine.fault_policy import EnvError
 from trl_env.engine.history import TemplateHistory
+from trl_env.engine.live_episode import LiveEpisode
 from trl_env.engine.tree import leaf_nodes
 from trl_env.envpool.pool import EnvFault, EnvPool, EnvReply, EnvSlot
 from trl_env.episode import Episode, SegmentKind, StopReason, Turn, TurnSample
@@ -45,41 +46,6 @@ NO_SPLIT = (
 
 if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
     from transformers import PreTrainedTokenizerBase
-
-
-class LiveEpisode:
-    """An episode in progress: its env's slot in the pool and the running token context.
-
-    ``root`` is the number of the root episode it comes from (its seed's position, or its block's in a tree
-    rollout) and ``path`` the branches it took at the forks so far (empty without a tree).
-    """
-
-    def __init__(self, slot: EnvSlot, episode: Episode, root: int, path: tuple[int, ...] = ()) -> None:
-        self.slot = slot
-        self.episode = episode
-        self.root, self.path = root, path
-        self.context = list(episode.prompt_ids)
-        self.turn: Turn | None = None  # the turn whose env step is in flight
-        self.branch_points: list[int] = []  # completion offsets of the forks so far
-        self.opening = len(episode.messages)  # per-turn histories: the messages every prompt keeps
-        self.start = 0  # per-turn histories: where the current conversation starts (after a history rewrite)
-        self.shown = list(range(self.opening))  # per-turn histories: the messages the current prompt renders
-        self.prompt_length = len(self.context)  # per-turn histories: the current turn's prompt length
-        self.replaced: list[int] | None = None  # per-turn histories: the last turn's context, until the next call
-
-    def budget_left(self, config: RolloutConfig) -> int | float:
-        """Tokens left before the context is longer than the first prompt plus ``max_completion_tokens``.
-
-        Under ``history="full"`` the context is the first prompt and the completion, so this is the episode
-        budget minus the completion; under per-turn histories it bounds every turn sample's length the same way.
-        """
-        if config.max_completion_tokens is None:
-            return float("inf")
-        return config.max_completion_tokens + len(self.episode.prompt_ids) - len(self.context)
-
-    def turn_budget(self, config: RolloutConfig) -> int:
-        """Tokens the next model turn may sample."""
-        return int(min(config.max_turn_tokens, self.budget_left(config)))
 
 
 class EpisodeSteps:
@@ -274,12 +240,7 @@ class EpisodeSteps:
         if rewrite is None:
             episode.messages += self.history.answer(delta, results)
         else:
-            run.start = len(episode.messages)
-            episode.messages += [dict(m) for m in rewrite.messages]
-            run.opening = next(
-                (i for i, m in enumerate(rewrite.messages) if m["role"] == "assistant"), len(rewrite.messages)
-            )
-            episode.history_rewrites.append({"turn": episode.num_turns, "start": run.start, "reason": rewrite.reason})
+            run.adopt_rewrite(rewrite)
         current = episode.messages[run.start :]
         shown = [run.start + i for i in self.history.indices(current, run.opening)]
         prompt = self.history.prompt_ids(episode.messages, shown, episode.tools)

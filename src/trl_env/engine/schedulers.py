@@ -42,8 +42,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from tqdm.auto import tqdm
 
 from trl_env.core import CollectiveGenerator, ConcurrentGenerator, Generation, Generator
-from trl_env.engine.episode_steps import EpisodeSteps, LiveEpisode
+from trl_env.engine.episode_steps import EpisodeSteps
 from trl_env.engine.generator_use import CallCost, RolloutStats
+from trl_env.engine.live_episode import LiveEpisode
 from trl_env.envpool.pool import EnvSlot
 from trl_env.episode import Episode
 from trl_env.errors import BackendError
