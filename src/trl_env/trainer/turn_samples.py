@@ -163,22 +163,15 @@ def expand_turn_samples(
         token_weights = torch.ones_like(token_weights)  # the weights above already carry the batch scale
     local_items = (tool_mask.float().sum(1) * token_weights).sum().to(device)
     new["num_items_in_batch"] = trainer.accelerator.gather(local_items).sum()
+    sequences = torch.cat([new["prompt_ids"], new["completion_ids"]], dim=1)  # what a forward pass over the turns reads
+    mask = torch.cat([new["prompt_mask"], new["completion_mask"]], dim=1)
     if output.get("old_per_token_logps") is not None:  # TRL computed them for the carriers: now for the turns
         with torch.no_grad():
             new["old_per_token_logps"], _, _ = trainer._get_per_token_logps_and_entropies(
-                trainer.model,
-                torch.cat([new["prompt_ids"], new["completion_ids"]], dim=1),
-                torch.cat([new["prompt_mask"], new["completion_mask"]], dim=1),
-                completion_ids.size(1),
-                batch_size=trainer.args.per_device_train_batch_size,
+                trainer.model, sequences, mask, completion_ids.size(1), trainer.args.per_device_train_batch_size
             )
     if output.get("ref_per_token_logps") is not None:  # beta > 0: the reference policy's, for the turns
-        new["ref_per_token_logps"] = reference_logps(
-            trainer,
-            torch.cat([new["prompt_ids"], new["completion_ids"]], dim=1),
-            torch.cat([new["prompt_mask"], new["completion_mask"]], dim=1),
-            completion_ids.size(1),
-        )
+        new["ref_per_token_logps"] = reference_logps(trainer, sequences, mask, completion_ids.size(1))
     if output.get("importance_sampling_ratio") is not None:  # TRL's vLLM correction, for the turns
         new["importance_sampling_ratio"], _ = importance_ratio(
             new["old_per_token_logps"],
