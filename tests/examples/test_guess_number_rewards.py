@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from examples.guess_number import GuessNumberEnv
@@ -57,12 +57,13 @@ def test_pinning_the_secret_down_without_saying_it_earns_the_information_but_no_
     guesses=st.lists(st.one_of(st.integers(-2, 19).map(str), st.text(max_size=5)), min_size=1, max_size=6),
     secret=st.integers(1, 16),
 )
+@example(guesses=["2", "1"], secret=1)  # the secret pinned down (reward 1.0) before it is said (+1 success)
 def test_every_turn_gains_its_shrink_factor_and_the_total_is_information_plus_success(guesses, secret):
     env, _ = GuessNumberEnv(reward="info_gain").reset(str(secret))
     for action in guesses:
-        before_reward, before_candidates = env.reward, env.candidates()
+        before_reward, before_candidates, solved_before = env.reward, env.candidates(), env.solved
         env, _ = env.step(action)
-        solved_now = env.solved and before_reward < 1.0
+        solved_now = env.solved and not solved_before  # not `before_reward < 1`: pinning the secret down earns 1.0
         gained = math.log2(before_candidates / env.candidates()) / 4 + (1.0 if solved_now else 0.0)
         assert env.reward - before_reward == pytest.approx(gained, abs=1e-8)
     assert env.reward == pytest.approx(float(env.solved) + information(env.candidates(), 16), abs=1e-8)
