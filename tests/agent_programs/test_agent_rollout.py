@@ -12,7 +12,7 @@ import time
 import torch
 
 from examples.agent_calculator import TOOLS
-from tests.agents.conftest import ANSWER, MULTIPLY
+from tests.agent_programs.conftest import ANSWER, MULTIPLY
 from trl_env import ChatTemplateProcessor, rollout
 from trl_env.agents import agent_env
 from trl_env.episode import SegmentKind
@@ -64,11 +64,11 @@ def test_the_agents_reward_ends_the_episode(qwen3_tokenizer, scripted_generator)
 
 
 def test_the_agents_system_message_and_conversation_are_the_episodes(qwen3_tokenizer, scripted_generator):
-    from tests.agents.programs import RECORDED
+    from tests.agent_programs.programs import RECORDED
 
     _, generator = scripted_generator(MULTIPLY)
     (episode,) = run(
-        generator, qwen3_tokenizer, agent_env("tests.agents.programs:recording"), ["What is 6 * 7?"],
+        generator, qwen3_tokenizer, agent_env("tests.agent_programs.programs:recording"), ["What is 6 * 7?"],
         env_isolation="thread",  # the agent records its conversation in this process
     )  # fmt: skip
     assert episode.error is None and episode.reward == 0.25 and episode.num_turns == 3

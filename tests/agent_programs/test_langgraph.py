@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import torch
 
-from tests.agents.conftest import MULTIPLY
+from tests.agent_programs.conftest import MULTIPLY
 from trl_env import ChatTemplateProcessor, rollout
 from trl_env.agents import agent_env
 from trl_env.episode import SegmentKind
 
-GRAPH = "tests.agents.langgraph_programs:calculator"
+GRAPH = "tests.agent_programs.langgraph_programs:calculator"
 TASK = "What is 6 * 7?"
 TOOL_CHUNK = "\n<|im_start|>user\n<tool_response>\n42\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
 
@@ -28,7 +28,7 @@ def run(generator, tokenizer, **settings):
 
 
 def test_a_langgraph_agent_trains_on_its_sampled_tokens_with_tool_results_masked(qwen3_tokenizer, scripted_generator):
-    from tests.agents.langgraph_programs import CALLS
+    from tests.agent_programs.langgraph_programs import CALLS
 
     CALLS.clear()
     episode = run(scripted_generator(MULTIPLY)[1], qwen3_tokenizer, env_isolation="thread")  # the tool runs here

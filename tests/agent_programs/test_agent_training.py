@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.agents.conftest import ANSWER
+from tests.agent_programs.conftest import ANSWER
 from tests.grpo_helpers import make_trainer
 from trl_env import make_rollout_func
 from trl_env.agents import agent_env

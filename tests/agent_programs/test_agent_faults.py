@@ -1,6 +1,6 @@
 """Every fault of an agent program ends only its own episode, loudly, with the reason in the episode's error.
 
-One rollout holds them all next to a healthy episode (:func:`tests.agents.programs.by_task` runs the behaviour
+One rollout holds them all next to a healthy episode (:func:`tests.agent_programs.programs.by_task` runs the behaviour
 its seed names), in the env pool's worker processes.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.agents.conftest import ANSWER
+from tests.agent_programs.conftest import ANSWER
 from trl_env import ChatTemplateProcessor, rollout
 from trl_env.agents import agent_env
 
@@ -19,7 +19,7 @@ SEEDS = ["ok", "keeps_calling", "rewrites", "raises", "never_calls", "hangs", "m
 @pytest.fixture(scope="module")
 def episodes(qwen3_tokenizer, scripted_generator):
     _, generator = scripted_generator(ANSWER)
-    factory = agent_env("tests.agents.programs:by_task", max_turns=2)
+    factory = agent_env("tests.agent_programs.programs:by_task", max_turns=2)
     with torch.no_grad():
         ended = rollout(
             factory, SEEDS, generator, ChatTemplateProcessor(qwen3_tokenizer), max_turns=6, max_turn_tokens=40,

@@ -6,13 +6,13 @@ from __future__ import annotations
 import torch
 
 from examples.agent_calculator import TOOLS
-from tests.agents.conftest import MULTIPLY
+from tests.agent_programs.conftest import MULTIPLY
 from tests.grpo_helpers import make_trainer
 from trl_env import ChatTemplateProcessor, make_rollout_func, rollout
 from trl_env.agents import agent_env
 from trl_env.trainer.turn_level_grpo import TurnLevelGRPOTrainer
 
-SUMMARISES = "tests.agents.programs:summarises"
+SUMMARISES = "tests.agent_programs.programs:summarises"
 TASK = "What is 6 * 7 + 1?"
 
 
