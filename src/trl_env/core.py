@@ -203,10 +203,12 @@ class SetsSystemPrompt(Protocol):
 
 
 class HistoryRewrite(NamedTuple):
-    """A conversation an env rewrote: the whole new ``messages`` (chat-template form) and the ``reason``."""
+    """A conversation an env rewrote: the whole new ``messages`` (chat-template form) and the ``reason``; ``tools``,
+    when not None, the tool schemas declared from then on (an agent that changed its tools), else they stay."""
 
     messages: tuple[dict[str, Any], ...]
     reason: str
+    tools: tuple[dict[str, Any], ...] | None = None
 
 
 @runtime_checkable

@@ -204,15 +204,17 @@ class AgentEnv:
                 break
             self._server.refuse_all(f"the episode's turn budget is spent ({self.max_turns} model turns)")
         request = pending.request
-        if request.tools != self.tools:
-            raise HistoryError("the agent's request changed its tools: the prompt declared the first request's tools")
         try:
+            if request.tools != self.tools:
+                raise HistoryError("the agent's request changed its tools: the prompt declared the previous tools")
             self.tool_results, delta = env_turn(added_messages(self._conversation, request.messages), answer)
         except HistoryError as error:
             if self.on_history_rewrite != "split":
                 raise
-            # the conversation goes on from the agent's messages: the engine renders them as the next prompt
-            self.history_rewrite, delta = HistoryRewrite(template_messages(request.messages), str(error)), ""
+            # the conversation goes on from the agent's messages (and tools): the engine renders them as the next prompt
+            tools = request.tools if request.tools != self.tools else None
+            self.history_rewrite = HistoryRewrite(template_messages(request.messages), str(error), tools)
+            self.tools, delta = request.tools, ""
             self._rewrites += 1
         self._conversation, self._stop = list(request.messages), request.stop
         return self, delta

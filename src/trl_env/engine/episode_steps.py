@@ -31,7 +31,7 @@ from trl_env.chat.parsing import parse_turn
 from trl_env.core import Generation, HistoryRewrite, Processor, ToolResult
 from trl_env.engine.config import RolloutConfig
 from trl_env.engine.fault_policy import EnvError
-from trl_env.engine.history import TemplateHistory
+from trl_env.engine.history import TemplateHistory, tools_in_effect
 from trl_env.engine.live_episode import LiveEpisode
 from trl_env.engine.tree import leaf_nodes
 from trl_env.envpool.pool import EnvFault, EnvPool, EnvReply, EnvSlot
@@ -243,7 +243,7 @@ class EpisodeSteps:
             run.adopt_rewrite(rewrite)
         current = episode.messages[run.start :]
         shown = [run.start + i for i in self.history.indices(current, run.opening)]
-        prompt = self.history.prompt_ids(episode.messages, shown, episode.tools)
+        prompt = self.history.prompt_ids(episode.messages, shown, tools_in_effect(episode))
         budget = self.config.max_completion_tokens
         if budget is not None and len(prompt) + 1 > budget + len(episode.prompt_ids):
             self.finish(run, StopReason.TOKEN_BUDGET)

@@ -29,15 +29,14 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from trl_env.core import ToolResult
-
-if TYPE_CHECKING:
-    from trl_env.episode import Episode
 from trl_env.errors import TemplateError
 
-PROBE = "PROBEQXZ"
-
-if TYPE_CHECKING:  # a type only: importing transformers here would slow `import trl_env` down
+if TYPE_CHECKING:  # types only: importing transformers here would slow `import trl_env` down
     from transformers import PreTrainedTokenizerBase
+
+    from trl_env.episode import Episode
+
+PROBE = "PROBEQXZ"
 
 
 class TemplateHistory:
@@ -153,6 +152,26 @@ class TemplateHistory:
         its conversation, see :class:`~trl_env.core.RewritesHistory`) a line saying why, then the new conversation.
         """
         starts = [0, *(r["start"] for r in episode.history_rewrites), len(episode.messages)]
-        parts = [self.render(episode.messages[a:b], episode.tools, generation=False) for a, b in pairwise(starts)]
+        tools = [episode.tools, *(tools_in_effect(episode, upto=i + 1) for i in range(len(episode.history_rewrites)))]
+        parts = [
+            self.render(episode.messages[a:b], part_tools, generation=False)
+            for (a, b), part_tools in zip(pairwise(starts), tools, strict=True)
+        ]
         notes = [f"\n[history rewritten before turn {r['turn']}: {r['reason']}]\n" for r in episode.history_rewrites]
         return parts[0] + "".join(note + part for note, part in zip(notes, parts[1:], strict=True))
+
+
+def tools_in_effect(episode: Episode, upto: int | None = None) -> list[dict[str, Any]]:
+    """The tools the episode's prompts declare after its first ``upto`` history rewrites (all of them by default):
+    the opening's ``Episode.tools``, or those of the last rewrite that changed them.
+
+    Example:
+        >>> from trl_env.episode import Episode
+        >>> episode = Episode(seed="0", prompt_ids=[], prompt_text="")
+        >>> episode.tools = [{"name": "a"}]
+        >>> episode.history_rewrites = [{"turn": 2, "start": 5, "reason": "r", "tools": [{"name": "b"}]}]
+        >>> tools_in_effect(episode), tools_in_effect(episode, upto=0)
+        ([{'name': 'b'}], [{'name': 'a'}])
+    """
+    rewrites = episode.history_rewrites if upto is None else episode.history_rewrites[:upto]
+    return next((r["tools"] for r in reversed(rewrites) if "tools" in r), episode.tools)

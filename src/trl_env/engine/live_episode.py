@@ -61,4 +61,7 @@ class LiveEpisode:
         self.opening = next(
             (i for i, m in enumerate(rewrite.messages) if m["role"] == "assistant"), len(rewrite.messages)
         )
-        episode.history_rewrites.append({"turn": episode.num_turns, "start": self.start, "reason": rewrite.reason})
+        record = {"turn": episode.num_turns, "start": self.start, "reason": rewrite.reason}
+        if rewrite.tools is not None:  # the tools declared from here on (trl_env.engine.history.tools_in_effect)
+            record["tools"] = [dict(tool) for tool in rewrite.tools]
+        episode.history_rewrites.append(record)

@@ -53,7 +53,6 @@ from typing import Any
 
 from trl_env.core import (
     Closable,
-    HistoryRewrite,
     ReportsMetrics,
     RewritesHistory,
     SetsSystemPrompt,
@@ -62,7 +61,7 @@ from trl_env.core import (
 )
 from trl_env.envpool.forking import ForkError, fork_bytes, fork_env
 from trl_env.envpool.replies import ContractBreach, EnvFault, EnvReply, Forked, Outcome, Released
-from trl_env.envpool.values import check_metrics, describe, to_alive, to_reward, to_text
+from trl_env.envpool.values import check_history_rewrite, check_metrics, describe, to_alive, to_reward, to_text
 from trl_env.errors import DataError
 
 
@@ -207,15 +206,11 @@ class EnvHost:
             if not (isinstance(result, tuple) and len(result) == 2 and all(isinstance(x, str) for x in result)):
                 return ContractBreach(f"{where}: tool_results holds {result!r:.80}, expected ToolResult(name, content)")
             results.append(ToolResult(result[0], to_text(result[1])))
-        rewrite = env.history_rewrite if isinstance(env, RewritesHistory) else None
-        if rewrite is not None and not (
-            isinstance(rewrite, tuple) and len(rewrite) == 2 and all(isinstance(m, dict) for m in rewrite[0])
-        ):
-            return ContractBreach(
-                f"{where}: history_rewrite is {rewrite!r:.80}, expected HistoryRewrite(messages, reason)"
-            )
-        if rewrite is not None:
-            rewrite = HistoryRewrite(tuple(rewrite[0]), to_text(str(rewrite[1])))
+        rewrite, breach = check_history_rewrite(
+            env.history_rewrite if isinstance(env, RewritesHistory) else None, where
+        )
+        if breach is not None:
+            return ContractBreach(breach)
         return EnvReply(*reply, tool_results=tuple(results), history_rewrite=rewrite)
 
     def _shutdown(self) -> Outcome:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 import numbers
 
+from trl_env.core import HistoryRewrite
+
 
 def to_text(value: str) -> str:
     """``value`` as valid Unicode: a lone surrogate (an env echoing a ``"\\ud800"`` JSON escape) becomes U+FFFD,
@@ -91,3 +93,21 @@ def check_metrics(raw: object, where: str) -> tuple[dict[str, float] | None, str
             return None, f"{where} returned {{{key!r}: {value!r}}}, expected str keys and finite floats"
         metrics[key] = number
     return metrics, None
+
+
+def check_history_rewrite(raw: object, where: str) -> tuple[HistoryRewrite | None, str | None]:
+    """An env's ``history_rewrite`` as ``(HistoryRewrite | None, None)``, or ``(None, contract-error message)``.
+
+    Example:
+        >>> check_history_rewrite("a summary", "Env.step")[1]
+        "Env.step: history_rewrite is 'a summary', expected HistoryRewrite(messages, reason[, tools])"
+        >>> check_history_rewrite(([{"role": "user", "content": "hi"}], "summarised"), "Env.step")[0].reason
+        'summarised'
+    """
+    if raw is None:
+        return None, None
+    ok = isinstance(raw, tuple) and len(raw) in (2, 3) and all(isinstance(m, dict) for m in raw[0])
+    tools = raw[2] if ok and len(raw) == 3 else None
+    if not ok or (tools is not None and not all(isinstance(t, dict) for t in tools)):
+        return None, f"{where}: history_rewrite is {raw!r:.80}, expected HistoryRewrite(messages, reason[, tools])"
+    return HistoryRewrite(tuple(raw[0]), to_text(str(raw[1])), None if tools is None else tuple(tools)), None
