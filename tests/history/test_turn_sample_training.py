@@ -213,18 +213,6 @@ def test_pipelined_rollouts_train_turn_samples_with_the_importance_correction(qw
     assert all("sampling/importance_sampling_ratio/mean" in h for h in logs)
 
 
-def test_trls_async_worker_refuses_per_turn_histories(qwen3_tokenizer):
-    from trl_env.testing import InstantGenerator
-    from trl_env.trainer.async_worker import EnvRolloutWorker
-
-    generator = InstantGenerator([100], stop_id=qwen3_tokenizer.convert_tokens_to_ids("<|im_end|>"))
-    with pytest.raises(ConfigError, match="history='window'"):
-        EnvRolloutWorker(
-            Talk, ["a"], generator, qwen3_tokenizer, num_generations=2, groups_per_batch=1, history="window",
-            allow_non_additive=True,
-        )  # fmt: skip
-
-
 def test_beta_above_zero_gives_every_turn_sample_its_reference_logprobs(qwen3_tokenizer, tiny_model_dir, tmp_path):
     """beta > 0: the loss batch holds the reference model's logprobs of each turn sample (its own prompt)."""
     rollout_func = make_rollout_func(Talk, history="template", max_turns=2, max_turn_tokens=4, env_isolation="thread")

@@ -5,6 +5,11 @@ as ``AsyncGRPOTrainer`` does (``get`` with a timeout, ``check_health`` while emp
 once, stops it, and then checks every sample against the episodes the worker reported (``on_episodes``) and
 against a forward pass of the same model. TRL's own consumer (``RolloutQueueDataset``, ``TreeRow``,
 ``DataCollatorForRollout``) then packs the samples, as the trainer would before its loss.
+
+Per-turn samples (``history="template"``/``"window"``) need no server: a worker sampling the tiny random Qwen3
+in-process plays ``Talk`` (the per-turn history tests' env, whose rewards differ between random episodes), and
+its samples are checked against the episodes' turn samples and, packed by TRL's collator, against the episodes'
+whole sequences.
 """
 
 from __future__ import annotations
@@ -19,11 +24,15 @@ import pytest
 from vllm_helpers import TEMPERATURE, recompute_logprobs, vllm_installed
 
 from tests.envs.countdown import FlakyCountdownEnv
+from tests.history.envs import Talk
+from trl_env.errors import ConfigError
 from trl_env.generation.openai_server import OpenAIServerGenerator
-from trl_env.trainer.async_samples import group_advantages
+from trl_env.generation.transformers_generator import TransformersGenerator
+from trl_env.testing import InstantGenerator
+from trl_env.trainer.async_samples import episode_sample, group_advantages
 from trl_env.trainer.async_worker import EnvRolloutWorker, RolloutWorkerError
 
-pytestmark = pytest.mark.skipif(not vllm_installed(), reason="vLLM is not installed (scripts/install_vllm_cpu.sh)")
+needs_vllm = pytest.mark.skipif(not vllm_installed(), reason="vLLM is not installed (scripts/install_vllm_cpu.sh)")
 
 SEEDS = ["2-a", "flaky:2-b", "fail:3-c"]  # one group each per batch; "fail:" episodes raise at their second step
 NUM_GENERATIONS, GROUPS_PER_BATCH = 4, 3
@@ -87,6 +96,7 @@ def episode_of(sample, played):
     return [(e, v, g) for e, v, g in played if e.prompt_ids + e.completion_ids == ids]
 
 
+@needs_vllm
 def test_every_sample_is_one_scored_episode_with_its_masks_and_sampled_logprobs(run):
     assert len(run["samples"]) >= 4
     for sample in run["samples"]:
@@ -105,6 +115,7 @@ def test_every_sample_is_one_scored_episode_with_its_masks_and_sampled_logprobs(
         assert sample.enqueued_at is not None
 
 
+@needs_vllm
 def test_old_log_probs_match_a_forward_pass_of_the_same_model(run, peaked_hf_model):
     diffs = []
     for sample in run["samples"]:
@@ -116,6 +127,7 @@ def test_old_log_probs_match_a_forward_pass_of_the_same_model(run, peaked_hf_mod
     assert max(diffs) < 2e-3
 
 
+@needs_vllm
 def test_advantages_are_group_normalised_over_the_scored_episodes_of_one_seed(run):
     by_group = defaultdict(list)
     for sample in run["samples"]:
@@ -135,6 +147,7 @@ def test_advantages_are_group_normalised_over_the_scored_episodes_of_one_seed(ru
             assert np.std([s.advantage for s in samples]) == pytest.approx(std / (std + 1e-8), rel=1e-6)
 
 
+@needs_vllm
 def test_an_env_that_raises_fails_only_its_episode_and_is_not_trained_on(run):
     failed = [e for e, _, _ in run["played"] if e.failed]
     assert any(e.seed.startswith("fail:") for e in failed)
@@ -154,6 +167,7 @@ def test_an_env_that_raises_fails_only_its_episode_and_is_not_trained_on(run):
     assert totals["rollout/episodes_total"] == len(run["metrics"]) * NUM_GENERATIONS * GROUPS_PER_BATCH
 
 
+@needs_vllm
 def test_samples_carry_the_version_of_their_batch_after_update_model_version(run):
     versions = [s.model_version for s in run["samples"]]
     assert versions[0] == 0 and versions[-1] == 1
@@ -162,6 +176,7 @@ def test_samples_carry_the_version_of_their_batch_after_update_model_version(run
     assert run["worker"].model_version == 1
 
 
+@needs_vllm
 def test_stop_ends_promptly_joins_the_thread_and_closes_the_env_pool(run):
     worker = run["worker"]
     assert run["stop_s"] < worker.stop_timeout
@@ -172,6 +187,7 @@ def test_stop_ends_promptly_joins_the_thread_and_closes_the_env_pool(run):
     assert worker.rollout_buffer.empty()
 
 
+@needs_vllm
 def test_trls_own_consumer_packs_the_samples_and_drops_the_stale_ones(run, qwen3_tokenizer):
     from accelerate import PartialState
     from trl.experimental.async_grpo.async_grpo_trainer import DataCollatorForRollout, RolloutQueueDataset
@@ -198,6 +214,7 @@ def test_trls_own_consumer_packs_the_samples_and_drops_the_stale_ones(run, qwen3
     assert metrics["reward"] and metrics["env/turns"]  # per-sample figures reach the trainer's metric sink
 
 
+@needs_vllm
 def test_a_batch_already_stale_when_it_ends_is_dropped_by_the_worker(vllm_server_url, qwen3_tokenizer):
     bumped = []
 
@@ -217,6 +234,7 @@ def test_a_batch_already_stale_when_it_ends_is_dropped_by_the_worker(vllm_server
     assert first["rollout/dropped_stale_total"] > 0 and "rollout/backpressure_s" not in first
 
 
+@needs_vllm
 def test_an_error_in_the_worker_thread_surfaces_in_check_health_with_its_traceback(vllm_server_url, qwen3_tokenizer):
     def seeds():
         yield from ["2-a", "2-b", "2-c"]
@@ -230,3 +248,144 @@ def test_an_error_in_the_worker_thread_surfaces_in_check_health_with_its_traceba
     finally:
         worker.stop()
     assert "Traceback" in str(raised.value) and isinstance(raised.value.__cause__, OSError)
+
+
+# ---- per-turn samples: history="template"/"window", on the tiny random Qwen3 in-process ----
+
+TURN_GENERATIONS, TURN_GROUPS = 4, 2
+
+
+@pytest.fixture(scope="module", params=["template", "window"])
+def turn_run(request, qwen3_tokenizer, tiny_qwen3):
+    """One batch of 2 groups of 4 three-turn Talk episodes under the history policy; its samples and metrics."""
+    batches: list[tuple[int, list]] = []
+    generator = TransformersGenerator(tiny_qwen3, qwen3_tokenizer, temperature=1.0)
+    worker = EnvRolloutWorker(
+        Talk, ["a", "b"], generator, qwen3_tokenizer, num_generations=TURN_GENERATIONS, groups_per_batch=TURN_GROUPS,
+        on_episodes=lambda eps, v: batches.append((v, eps)), history=request.param, history_window=1, max_turns=3,
+        max_turn_tokens=5, env_isolation="thread",
+    )  # fmt: skip
+    worker.start()
+    try:
+        deadline = time.monotonic() + 120.0
+        while worker.metrics_queue.empty():  # a batch's metrics are queued right after its samples
+            assert time.monotonic() < deadline, "the worker finished no batch in 120 s"
+            worker.check_health(stale_after_s=120.0)
+            time.sleep(0.05)
+        metrics = worker.metrics_queue.get_nowait()
+        samples = [worker.rollout_buffer.get_nowait() for _ in range(int(metrics["rollout/samples_total"]))]
+    finally:
+        worker.stop()
+    version, episodes = batches[0]
+    return dict(samples=samples, episodes=episodes, metrics=metrics, version=version, history=request.param)
+
+
+def turn_groups(run):
+    """Per episode of the first batch: (episode, its group id, its group advantage, its samples), in queue order."""
+    samples, out = iter(run["samples"]), []
+    for start in range(0, len(run["episodes"]), TURN_GENERATIONS):
+        group = run["episodes"][start : start + TURN_GENERATIONS]
+        advantages = group_advantages([None if e.failed else e.reward for e in group])
+        for episode, advantage in zip(group, advantages, strict=True):
+            mine = [next(samples) for sample in episode.turn_samples if any(sample.env_mask)]
+            out.append((episode, start // TURN_GENERATIONS, advantage, mine))
+    assert next(samples, None) is None, "samples beyond the batch's turn samples"
+    return out
+
+
+def test_the_worker_queues_one_sample_per_model_turn_with_its_prompt_sampled_ids_and_logprobs(turn_run):
+    groups = turn_groups(turn_run)
+    assert len(groups) == TURN_GENERATIONS * TURN_GROUPS
+    assert len(turn_run["samples"]) == sum(e.num_turns for e, _, _, _ in groups) > len(groups)  # one per model turn
+    rewards = set()
+    for episode, group_id, advantage, samples in groups:
+        assert not episode.failed and episode.num_turns == len(episode.turn_samples) == len(samples) > 1
+        rewards.add(episode.reward)
+        for turn, (sample, sample_of_turn) in enumerate(zip(samples, episode.turn_samples, strict=True)):
+            prompt = len(sample_of_turn.prompt_ids)
+            assert sample.input_ids.tolist() == sample_of_turn.prompt_ids + sample_of_turn.completion_ids
+            start, end = episode.turns[turn].span  # the turn's sampled ids in the episode: trained, and only them
+            mask = sample.completion_mask.tolist()
+            assert mask[:prompt] == [0] * prompt and sum(mask) == end - start > 0
+            assert sample.input_ids[sample.completion_mask == 1].tolist() == episode.completion_ids[start:end]
+            assert mask[prompt : prompt + end - start] == [1] * (end - start)  # then at most a turn-end token (0)
+            trained = sample.completion_mask == 1
+            np.testing.assert_allclose(sample.old_log_probs[trained], episode.logprobs[start:end], atol=1e-6)
+            assert not sample.old_log_probs[sample.completion_mask == 0].any()
+            assert sample.advantage == pytest.approx(advantage, abs=1e-9)  # the episode's group advantage, weight 1
+            assert (sample.group_id, sample.model_version) == (group_id, turn_run["version"])
+        prompts = {tuple(t.prompt_ids) for t in episode.turn_samples}
+        assert len(prompts) == len(samples)  # each turn was sampled from its own rendered prompt
+    assert len(rewards) > 1, "every episode scored alike: the advantages checked nothing"
+
+
+def test_an_episodes_figures_ride_on_its_first_turn_sample_and_the_batch_counts_turn_samples(turn_run):
+    groups = turn_groups(turn_run)
+    for episode, _, _, samples in groups:
+        first, *rest = samples
+        assert first.metrics["reward"] == pytest.approx(episode.reward)
+        assert first.metrics["env/turn_samples"] == len(samples) == episode.num_turns
+        assert all(sample.metrics == {} for sample in rest)  # TRL averages a figure over the samples carrying it
+    assert turn_run["metrics"]["rollout/turn_samples_per_episode"] == (float(len(turn_run["samples"])), len(groups))
+
+
+def packed(samples, tokenizer):
+    """TRL's trainer-side packing of ``samples`` into one row: what its loss reads (advantages, old logprobs,
+    global_n_tokens)."""
+    from trl.experimental.async_grpo.async_grpo_trainer import DataCollatorForRollout
+    from trl.experimental.async_grpo.packing import TreeRow
+
+    row = TreeRow()
+    for sample in samples:  # the dicts RolloutQueueDataset yields
+        row.add({
+            "input_ids": sample.input_ids, "completion_mask": sample.completion_mask,
+            "old_log_probs": sample.old_log_probs, "advantage": sample.advantage, "group_id": sample.group_id,
+            "metrics": sample.metrics,
+        })  # fmt: skip
+    return DataCollatorForRollout(tokenizer.pad_token_id, 1).torch_call([[row]])
+
+
+def trl_loss_at_the_sampler(batch) -> float:
+    """AsyncGRPOTrainer's loss (one process, one micro-batch) where the policy still is the sampler (ratio 1):
+    -sum(advantage over loss terms) / global_n_tokens; its gradient weighs each term by the same factor."""
+    return float(-batch["advantages"][0].sum() / batch["global_n_tokens"][0].clamp(min=1.0))
+
+
+def test_an_episodes_turn_samples_weigh_in_trls_loss_as_its_one_sequence_would(turn_run, qwen3_tokenizer):
+    from accelerate import PartialState
+
+    PartialState()  # the trainer's process has one (its Accelerator); TRL's collator logs through it
+    turns_all, whole_all = [], []
+    for episode, group_id, advantage, samples in turn_groups(turn_run):
+        whole = episode_sample(episode, advantage, {}, group_id, turn_run["version"])  # its one sequence, as `full`
+        by_turn, at_once = packed(samples, qwen3_tokenizer), packed([whole], qwen3_tokenizer)
+        # the same loss terms: each sampled token once, with its sampled logprob and the episode's advantage ...
+        assert (
+            float(by_turn["global_n_tokens"][0])
+            == float(at_once["global_n_tokens"][0])
+            == sum(int(s.completion_mask.sum()) for s in samples)
+        )
+        np.testing.assert_allclose(
+            np.sort(by_turn["old_log_probs"][0].numpy()), np.sort(at_once["old_log_probs"][0].numpy()), atol=1e-6
+        )
+        # ... so the advantage mass of its turns (the weight each token's log-ratio gets, summed) is its sequence's,
+        # however many turns it took: a long episode weighs by its tokens, as under `full`, not by its turns
+        mass = sum(s.advantage * int(s.completion_mask.sum()) for s in samples)
+        assert mass == pytest.approx(advantage * int(whole.completion_mask.sum()), abs=1e-5)
+        assert float(by_turn["advantages"][0].sum()) == pytest.approx(float(at_once["advantages"][0].sum()), abs=1e-4)
+        turns_all += samples
+        whole_all.append(whole)
+    # and the batch's loss (a mean over the micro-batch's trained tokens) is the same either way
+    by_turn, at_once = packed(turns_all, qwen3_tokenizer), packed(whole_all, qwen3_tokenizer)
+    assert float(by_turn["global_n_tokens"][0]) == float(at_once["global_n_tokens"][0])
+    assert trl_loss_at_the_sampler(by_turn) == pytest.approx(trl_loss_at_the_sampler(at_once), abs=1e-5)
+    assert any(abs(s.advantage) > 0.1 for s in turns_all)
+
+
+def test_a_cap_on_turn_samples_is_refused_with_the_reason(qwen3_tokenizer):
+    generator = InstantGenerator([100, 101], stop_id=qwen3_tokenizer.eos_token_id)
+    with pytest.raises(ConfigError, match="max_turn_samples=8.*token_budget"):
+        EnvRolloutWorker(Talk, ["a"], generator, qwen3_tokenizer, history="template", max_turn_samples=8)
+    worker = EnvRolloutWorker(Talk, ["a"], generator, qwen3_tokenizer, history="window", env_isolation="thread")
+    assert worker.engine.config.per_turn  # accepted without a cap
+    worker.stop()

@@ -1,4 +1,5 @@
-"""Episodes into the ``RolloutSample``s TRL's ``AsyncGRPOTrainer`` trains on, one per scored episode.
+"""Episodes into the ``RolloutSample``s TRL's ``AsyncGRPOTrainer`` trains on: one per scored episode, or under
+``history="template"``/``"window"`` one per model turn of it.
 
 A group is the ``num_generations`` episodes of one seed. Each scored episode (its env did not fail, or
 ``failure_reward`` scores failures) becomes one sample: ``input_ids`` is the prompt then the completion,
@@ -7,6 +8,21 @@ A group is the ``num_generations`` episodes of one seed. Each scored episode (it
 scalar ``advantage`` is the GRPO group advantage ``(r - mean) / (std + 1e-8)`` over the group's scored episodes
 (population std, as TRL's own worker computes it). A failed episode is left out: it is not trained on and does
 not count in its group's mean and std.
+
+Per-turn samples (``per_turn=True``): each turn sample (:class:`~trl_env.episode.TurnSample`) of a scored
+episode becomes a sample of its own: ``input_ids`` is the turn's prompt then its completion (the sampled ids
+verbatim), ``completion_mask`` is 1 on the sampled ids only (0 on the prompt and on an end-of-turn token appended
+after a turn cut at its budget), ``old_log_probs`` the sampled logprobs, and ``advantage`` the *episode's* group
+advantage, unscaled (weight 1), with the episode's ``group_id`` and version. Weight 1 is what keeps an episode
+weighing as its one sequence would under ``history="full"``: ``AsyncGRPOTrainer``'s loss is a token mean, the sum
+of every trained token's clipped term over a micro-batch divided by the micro-batch's trained-token count
+(``global_n_tokens``); the number of samples appears nowhere. The turn samples of an episode carry its sampled
+tokens, each once, so they add the same terms to the sum and the same count to the denominator as its whole
+sequence would: an episode weighs by its tokens, not by its number of turns (a scaled advantage, 1/turns say,
+would make a long episode's tokens weigh less than a short one's). TRL's own worker does the same with the rows a
+forked conversation produces. A turn sample with no sampled token (nothing to train) is left out. The episode's
+figures (``sample_metrics`` and ``env/turn_samples``) ride on its first queued turn sample only: TRL averages each
+metric over the samples that carry it, so the averages stay per episode.
 
 Example:
     >>> from trl_env.episode import Episode
@@ -136,12 +152,76 @@ def episode_sample(
     )
 
 
+def turn_samples(
+    episode: Episode, advantage: float, metrics: dict[str, float], group_id: int, version: int
+) -> list[RolloutSample]:
+    """One ``RolloutSample`` per turn sample of ``episode`` that has a sampled token (see the module docstring).
+
+    Args:
+        episode: a finished episode played under ``history="template"`` or ``"window"``.
+        advantage: its group advantage, given to every turn unscaled (weight 1: TRL's loss is a token mean).
+        metrics: its per-sample figures (:func:`sample_metrics`), put on its first queued turn sample only.
+        group_id: its group's id, shared by all its turns.
+        version: the policy version current when it started.
+
+    Returns:
+        The samples in turn order; ``prompt`` holds the chat messages the turn's prompt rendered and
+        ``completion`` the turn's text, for TRL's trace logging.
+
+    Raises:
+        DataError: a turn sample's completion, mask and logprob lists differ in length.
+
+    Example:
+        >>> from trl_env.episode import Episode, TurnSample
+        >>> episode = Episode(seed="7", prompt_ids=[1, 2], prompt_text="")
+        >>> episode.turn_samples = [TurnSample(0, [1, 2], [5, 6], [-0.5, 0.0], [1, 0], []),
+        ...                         TurnSample(1, [1, 2, 5, 9], [7], [-0.25], [1], [])]
+        >>> first, second = turn_samples(episode, 0.5, {"reward": 1.0}, group_id=4, version=2)
+        >>> first.input_ids.tolist(), first.completion_mask.tolist(), first.old_log_probs.tolist()
+        ([1, 2, 5, 6], [0, 0, 1, 0], [0.0, 0.0, -0.5, 0.0])
+        >>> second.input_ids.tolist(), second.advantage, second.group_id, first.metrics, second.metrics
+        ([1, 2, 5, 9, 7], 0.5, 4, {'reward': 1.0, 'env/turn_samples': 2.0}, {})
+    """
+    kept = [sample for sample in episode.turn_samples if any(sample.env_mask)]  # an empty turn trains nothing
+    out = []
+    for sample in kept:
+        n = len(sample.completion_ids)
+        if not (len(sample.env_mask) == len(sample.logprobs) == n):
+            raise DataError(
+                f"episode {episode.seed!r}, turn {sample.turn}: {n} completion ids, {len(sample.env_mask)} mask, "
+                f"{len(sample.logprobs)} logprobs; a RolloutSample needs one of each per token"
+            )
+        prompt = len(sample.prompt_ids)
+        messages = [episode.messages[i] for i in sample.message_indices if i < len(episode.messages)]
+        text = episode.turns[sample.turn].completion if sample.turn < len(episode.turns) else ""
+        figures = {**metrics, "env/turn_samples": float(len(kept))} if not out else {}
+        out.append(
+            RolloutSample(
+                prompt=messages,
+                completion=[{"role": "assistant", "content": text}],
+                input_ids=np.asarray(list(sample.prompt_ids) + list(sample.completion_ids), dtype=np.int64),
+                completion_mask=np.asarray([0] * prompt + list(sample.env_mask), dtype=np.int64),
+                old_log_probs=np.asarray(
+                    [0.0] * prompt + [lp if m else 0.0 for lp, m in zip(sample.logprobs, sample.env_mask, strict=True)],
+                    dtype=np.float32,
+                ),
+                advantage=float(advantage),
+                model_version=int(version),
+                group_id=int(group_id),
+                metrics=figures,
+            )
+        )
+    return out
+
+
 def episodes_to_samples(
     episodes: Sequence[Episode],
     num_generations: int,
     first_group_id: int,
     model_version: int,
     failure_reward: float | None = None,
+    *,
+    per_turn: bool = False,
 ) -> list[RolloutSample]:
     """The samples of consecutive groups of ``num_generations`` episodes (group ``k`` gets ``first_group_id + k``).
 
@@ -151,9 +231,11 @@ def episodes_to_samples(
         first_group_id: the ``group_id`` of the first group.
         model_version: the policy version current when the episodes started.
         failure_reward: the reward of an episode whose env failed; None leaves it out (not trained on).
+        per_turn: one sample per turn sample (``history="template"``/``"window"``, :func:`turn_samples`) instead
+            of one per episode; the advantage is still the episode's, over its group.
 
     Returns:
-        One sample per scored episode, in episode order.
+        One sample per scored episode (or per turn sample of each scored episode), in episode order.
 
     Raises:
         DataError: the episodes do not split into groups of one seed each.
@@ -172,5 +254,8 @@ def episodes_to_samples(
             if reward is None or advantage is None:
                 continue
             metrics = sample_metrics(episode, reward, reward_std)
-            samples.append(episode_sample(episode, advantage, metrics, first_group_id + k, model_version))
+            if per_turn:
+                samples += turn_samples(episode, advantage, metrics, first_group_id + k, model_version)
+            else:
+                samples.append(episode_sample(episode, advantage, metrics, first_group_id + k, model_version))
     return samples

@@ -9,11 +9,13 @@ generator (for the trainer: an :class:`~trl_env.generation.openai_server.OpenAIS
 vLLM server, whose weights the trainer syncs).
 
 The thread plays batches of ``groups_per_batch`` groups (``num_generations`` episodes of one seed each) and pushes
-one sample per scored episode (:mod:`trl_env.trainer.async_samples`). Staleness follows TRL: each sample carries
-the policy version current when its batch started (``update_model_version`` moves it; the trainer calls it after
-every weight sync), and the trainer drops a sample whose version lags its own by more than its
-``max_staleness``. With ``max_staleness`` set here too, the worker drops a batch that is already that stale when
-it ends, rather than queueing samples the trainer would drop (counted in ``rollout/dropped_stale_total``).
+one sample per scored episode (:mod:`trl_env.trainer.async_samples`), or under ``history="template"``/``"window"``
+one per model turn of it, each with the episode's group advantage unscaled: ``AsyncGRPOTrainer``'s loss is a mean
+over trained tokens, so an episode's turns weigh together exactly as its one sequence would. Staleness follows
+TRL: each sample carries the policy version current when its batch started (``update_model_version`` moves it;
+the trainer calls it after every weight sync), and the trainer drops a sample whose version lags its own by more
+than its ``max_staleness``. With ``max_staleness`` set here too, the worker drops a batch that is already that
+stale when it ends, rather than queueing samples the trainer would drop (counted in ``rollout/dropped_stale_total``).
 
 Example:
     >>> worker = EnvRolloutWorker(GuessNumberEnv, ["3", "9"], generator, tokenizer, num_generations=2,
@@ -44,7 +46,7 @@ from trl_env.engine.config import RolloutConfig
 from trl_env.engine.rollout import RolloutEngine
 from trl_env.episode import Episode
 from trl_env.errors import ConfigError, TemplateError, TrlEnvError
-from trl_env.trainer.async_samples import episodes_to_samples
+from trl_env.trainer.async_samples import episode_reward, episodes_to_samples
 from trl_env.trainer.failures import FailureMonitor
 from trl_env.trainer.metrics import episode_metrics, episode_sums
 
@@ -70,10 +72,13 @@ class EnvRolloutWorker:
         generator: the sampling backend; for the trainer, an ``OpenAIServerGenerator`` on its vLLM server
             (started with ``--logprobs-mode processed_logprobs`` and the trainer's ``temperature``).
         tokenizer: the policy's tokenizer.
-        processor: the chat format; defaults to :class:`~trl_env.chat.template_processor.ChatTemplateProcessor`.
+        processor: the chat format; defaults to :class:`~trl_env.chat.template_processor.ChatTemplateProcessor`
+            (``per_turn=True`` under a per-turn ``history``, where no additivity check is needed).
         num_generations: episodes per seed (the GRPO group).
         groups_per_batch: groups played together in one engine run.
-        config: budgets and policies; ``settings`` (:class:`RolloutConfig` fields) override it.
+        config: budgets and policies; ``settings`` (:class:`RolloutConfig` fields) override it. ``history``
+            ``"template"``/``"window"`` queues one sample per model turn (``max_turn_samples`` must stay None); a
+            tree rollout is refused.
         max_staleness: drop a batch whose version lags the current one by more than this when it ends (None: leave
             it to the trainer, which drops such samples anyway).
         queue_maxsize: the capacity of ``rollout_buffer`` (0: unbounded); a full queue pauses the thread.
@@ -118,23 +123,27 @@ class EnvRolloutWorker:
             raise ConfigError(
                 f"lora_name needs a generator with a `model` name to set; {type(generator).__name__} has none"
             )
-        processor = processor if processor is not None else ChatTemplateProcessor(tokenizer)
+        rollout_config = RolloutConfig.from_kwargs(config, **settings)
+        if rollout_config.tree is not None:  # a tree's leaves are not one group per seed; TRL has no tree advantage
+            raise ConfigError("EnvRolloutWorker plays plain episodes; tree rollouts need TurnLevelGRPOTrainer")
+        if rollout_config.per_turn and rollout_config.max_turn_samples is not None:
+            raise ConfigError(
+                f"EnvRolloutWorker does not apply max_turn_samples={rollout_config.max_turn_samples}: the cap keeps a "
+                "random share of each episode's turns reweighted by turns/kept, which is unbiased only when the "
+                "loss divides by the estimated token count, and AsyncGRPOTrainer divides by the kept tokens of each "
+                "micro-batch (the worker cannot set it), so the reweighting would scale the step up. Bound a step "
+                "with AsyncGRPOConfig's per_device_train_batch_size or token_budget instead, and leave it None"
+            )
+        per_turn = rollout_config.per_turn  # the template renders every prompt: no chunk is joined to another
+        processor = processor if processor is not None else ChatTemplateProcessor(tokenizer, per_turn=per_turn)
         require_turn_delimited(processor)
-        if not allow_non_additive:
+        if not allow_non_additive and not per_turn:
             report = check_additivity(tokenizer, processor)
             if not report.ok:
                 raise TemplateError(
                     "the processor is not additive with this tokenizer; fix it or pass allow_non_additive=True\n"
                     + report.table(5)
                 )
-        rollout_config = RolloutConfig.from_kwargs(config, **settings)
-        if rollout_config.tree is not None:  # a tree's leaves are not one group per seed; TRL has no tree advantage
-            raise ConfigError("EnvRolloutWorker plays plain episodes; tree rollouts need TurnLevelGRPOTrainer")
-        if rollout_config.per_turn:  # its samples are whole episodes; per-turn samples need TurnLevelGRPOTrainer
-            raise ConfigError(
-                f"EnvRolloutWorker queues one sample per episode; history={rollout_config.history!r} (one sample per "
-                "model turn) is not supported there yet: use TurnLevelGRPOTrainer with make_rollout_func"
-            )
         self.env_factory = env_factory
         self.engine = RolloutEngine(generator, processor, tokenizer, rollout_config)
         self.num_generations, self.groups_per_batch = num_generations, groups_per_batch
@@ -245,8 +254,9 @@ class EnvRolloutWorker:
             self.on_episodes(episodes, version)
         self._failures.observe(episodes)
         first_group, self._next_group = self._next_group, self._next_group + len(seeds)
+        config = self.engine.config
         samples = episodes_to_samples(
-            episodes, self.num_generations, first_group, version, self.engine.config.failure_reward
+            episodes, self.num_generations, first_group, version, config.failure_reward, per_turn=config.per_turn
         )
         stale = self.max_staleness is not None and self._version - version > self.max_staleness
         metrics: dict[str, float | tuple[float, float]] = {
@@ -255,8 +265,12 @@ class EnvRolloutWorker:
             "rollout/generator_busy_frac": (self.engine.stats.generate_s, self.engine.stats.wall_s),
             "rollout/episodes_total": float(len(episodes)),
             "rollout/failed_episodes_total": float(sum(e.failed for e in episodes)),
+            "rollout/samples_total": float(len(samples)),
             "rollout/dropped_stale_total": float(len(samples)) if stale else 0.0,
         }
+        if config.per_turn:  # turn samples per scored episode, as a rate: TRL sums both parts over its window
+            scored = sum(episode_reward(e, config.failure_reward) is not None for e in episodes)
+            metrics["rollout/turn_samples_per_episode"] = (float(len(samples)), float(scored))
         if not stale:
             metrics["rollout/backpressure_s"] = self._push(samples)
         self._push_metrics(metrics)
