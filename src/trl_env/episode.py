@@ -112,6 +112,8 @@ class Episode:
     other, without env text (the turns' ``span`` index it), and ``prompt_ids`` the first turn's prompt. An env that
     rewrote its conversation (:class:`~trl_env.core.RewritesHistory`) adds one ``history_rewrites`` record per
     rewrite (``turn``: the first turn rendered from it, ``start``: its first message in ``messages``, ``reason``).
+    A tree leaf's ``messages`` and ``turn_samples`` are those of its whole path: the turns before a fork are in
+    every leaf below it (:mod:`trl_env.trainer.tree_turns` trains them once).
     """
 
     seed: str

@@ -4,7 +4,6 @@ that 'full' cuts, and the normalisation and cap of trl_env.trainer.turn_samples.
 from __future__ import annotations
 
 import copy
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -12,6 +11,7 @@ from datasets import Dataset
 from trl import GRPOConfig
 
 from tests.history.envs import LongCorridor, Talk
+from tests.history.training import fake_trainer, loss_rows, train_one_step
 from trl_env import env_reward, make_rollout_func, rollout
 from trl_env.chat.template_processor import ChatTemplateProcessor
 from trl_env.episode import StopReason
@@ -20,44 +20,6 @@ from trl_env.generation.kv_cache import EpisodeCacheGenerator
 from trl_env.trainer.advantages import EpisodeCredit, compute_advantages
 from trl_env.trainer.turn_level_grpo import TurnLevelGRPOTrainer
 from trl_env.trainer.turn_samples import expand_turn_samples, select_turns
-
-
-def train_one_step(model, tokenizer, rollout_func, tmp_path, *, generations=4, beta=0.0, **kwargs):
-    """One real TurnLevelGRPOTrainer step; returns the rollout batches, what the loss saw, and the trainer."""
-    batches, seen = [], []
-
-    def recorded(prompts, trainer):
-        batches.append(rollout_func(prompts, trainer))
-        return batches[-1]
-
-    args = GRPOConfig(
-        output_dir=str(tmp_path), per_device_train_batch_size=generations, num_generations=generations,
-        max_completion_length=1024, max_steps=1, learning_rate=1e-3, beta=beta, logging_steps=1, report_to="none",
-        use_cpu=True, save_strategy="no", bf16=False, seed=0,
-    )  # fmt: skip
-    trainer = TurnLevelGRPOTrainer(
-        model=model, processing_class=tokenizer, reward_funcs=[env_reward], args=args,
-        train_dataset=Dataset.from_dict({"prompt": ["seed-0"] * 8}), rollout_func=recorded, **kwargs,
-    )  # fmt: skip
-    compute_loss = trainer._compute_loss
-
-    def spy(model, inputs):
-        seen.append({key: value.detach().clone() for key, value in inputs.items() if torch.is_tensor(value)})
-        return compute_loss(model, inputs)
-
-    trainer._compute_loss = spy
-    trainer.train()
-    return batches[0], seen[0], trainer
-
-
-def _rows(seen):
-    """The loss batch's rows as (prompt ids, completion ids, advantage, trained-token mask), padding removed."""
-    rows = []
-    for k in range(seen["prompt_ids"].shape[0]):
-        prompt = seen["prompt_ids"][k][seen["prompt_mask"][k].bool()].tolist()
-        completion = seen["completion_ids"][k][seen["completion_mask"][k].bool()].tolist()
-        rows.append((prompt, completion, seen["advantages"][k], seen["tool_mask"][k]))
-    return rows
 
 
 @pytest.mark.parametrize("mode", ["episode", "turn", "anchor"])
@@ -78,7 +40,7 @@ def test_a_real_grpo_step_trains_every_turn_sample_with_its_turns_advantage(
         )
     ]  # fmt: skip
     expected = compute_advantages(credits, 4, mode)
-    rows = _rows(seen)
+    rows = loss_rows(seen)
     for episode, turn_rows in enumerate(batch["turn_samples"]):
         for sample in turn_rows:
             (row,) = [r for r in rows if r[0] == sample["prompt_ids"] and r[1] == sample["completion_ids"]]
@@ -122,14 +84,6 @@ def test_select_turns_shares_the_cap_equally():
         select_turns([3, 3, 3], cap=2, seed=0)
 
 
-def _fake_trainer(loss_type, steps=1):
-    return SimpleNamespace(
-        loss_type=loss_type, args=SimpleNamespace(steps_per_generation=steps, per_device_train_batch_size=4),
-        state=SimpleNamespace(global_step=0), accelerator=SimpleNamespace(process_index=0, gather=lambda t: t),
-        _tokenizer=SimpleNamespace(pad_token_id=0), mask_truncated_completions=False, eos_token_ids=[9],
-    )  # fmt: skip
-
-
 def _turn(turn, start, length):
     ids = list(range(1, length + 1)) + [9]
     return dict(turn=turn, prompt_ids=[5] * (turn + 2), completion_ids=ids, logprobs=[-1.0] * len(ids),
@@ -143,7 +97,7 @@ def test_an_episode_weighs_as_its_one_sequence_under_full(loss_type):
     short = [_turn(0, 0, 4)]  # 1 turn, 4 tokens
     advantages = torch.tensor([1.0, -2.0])  # per episode (mode "episode")
     output = {"advantages": advantages, "completion_ids": torch.zeros(2, 12, dtype=torch.long)}
-    new = expand_turn_samples(_fake_trainer(loss_type), output, [long, short], cap=None)
+    new = expand_turn_samples(fake_trainer(loss_type), output, [long, short], cap=None)
     mask = (new["completion_mask"] * new["tool_mask"]).float()
     per_token = new["advantages"]  # the loss's per-token term at ratio 1
     tokens = torch.tensor([10.0, 4.0])
@@ -163,7 +117,7 @@ def test_an_episode_weighs_as_its_one_sequence_under_full(loss_type):
 def test_the_cap_reweights_to_an_unbiased_estimate_and_pads_to_whole_steps():
     rows = [[_turn(t, 4 * t, 3) for t in range(6)], [_turn(0, 0, 3)]]
     output = {"advantages": torch.tensor([1.0, 1.0]), "completion_ids": torch.zeros(2, 24, dtype=torch.long)}
-    new = expand_turn_samples(_fake_trainer("dapo", steps=2), output, rows, cap=3)
+    new = expand_turn_samples(fake_trainer("dapo", steps=2), output, rows, cap=3)
     assert new["prompt_ids"].shape[0] == 4  # 2 + 1 kept, padded to a multiple of steps_per_generation
     trained = (new["tool_mask"].sum(1) > 0).tolist()
     assert trained.count(True) == 3

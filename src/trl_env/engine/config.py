@@ -218,11 +218,6 @@ class RolloutConfig:
             raise ConfigError(f"RolloutConfig.zero_variance must be one of {ZERO_VARIANCE}, got {self.zero_variance!r}")
         if self.history not in HISTORY:
             raise ConfigError(f"RolloutConfig.history must be one of {HISTORY}, got {self.history!r}")
-        if self.history != "full" and self.tree is not None:
-            raise ConfigError(
-                f"RolloutConfig.history={self.history!r} trains each turn as its own sample, which tree rollouts "
-                "(shared prefixes credited once) do not support: use history='full' with tree="
-            )
         if self.tree is not None and not isinstance(self.tree, TreeShape):
             raise ConfigTypeError(f"RolloutConfig.tree must be a TreeShape or None, got {self.tree!r}")
         if not isinstance(self.system_prompt, str):

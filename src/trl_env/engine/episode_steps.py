@@ -141,9 +141,7 @@ class EpisodeSteps:
         for branch in range(1, width):
             slot, forked = self.pool.fork(run.slot)
             self.forks.append(forked)
-            copy = LiveEpisode(slot, deepcopy(run.episode), run.root, (*run.path, branch))
-            copy.context, copy.branch_points = list(run.context), list(run.branch_points)
-            runs.append(copy)
+            runs.append(run.fork(slot, branch))
         run.path = (*run.path, 0)
         return runs
 

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from copy import deepcopy
 from typing import TYPE_CHECKING
 
 from trl_env.core import HistoryRewrite
@@ -34,6 +35,28 @@ class LiveEpisode:
         self.shown = list(range(self.opening))  # per-turn histories: the messages the current prompt renders
         self.prompt_length = len(self.context)  # per-turn histories: the current turn's prompt length
         self.replaced: list[int] | None = None  # per-turn histories: the last turn's context, until the next call
+
+    def fork(self, slot: EnvSlot, branch: int) -> LiveEpisode:
+        """A copy that goes on alone as branch ``branch`` of this fork, in the env ``slot`` (a fork of this one's).
+
+        The copy has its own deep copy of the episode (tokens, turns and, under per-turn histories, the messages
+        and the turn samples so far) and the same running state: the context (the next turn's prompt), the fork
+        points, and the per-turn history's opening, start, rendered messages and prompt length, so its turn
+        samples render their prompts from its own conversation exactly as the original's do.
+
+        Args:
+            slot: the forked env's slot in the pool.
+            branch: the branch number the copy takes at this fork (the original takes 0).
+
+        Returns:
+            The copy; this episode's ``path`` is not changed.
+        """
+        copy = LiveEpisode(slot, deepcopy(self.episode), self.root, (*self.path, branch))
+        copy.context, copy.branch_points = list(self.context), list(self.branch_points)
+        copy.opening, copy.start, copy.shown = self.opening, self.start, list(self.shown)
+        copy.prompt_length = self.prompt_length
+        copy.replaced = None if self.replaced is None else list(self.replaced)
+        return copy
 
     def budget_left(self, config: RolloutConfig) -> int | float:
         """Tokens left before the context is longer than the first prompt plus ``max_completion_tokens``.

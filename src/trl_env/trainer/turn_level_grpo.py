@@ -11,7 +11,8 @@ it calls ``_calculate_rewards``, and ``_compute_loss`` accepts (B, T) advantages
   returned None);
 * ``_generate_and_score_completions`` replaces ``output["advantages"]`` with the (B, T) tensor of
   :func:`~trl_env.trainer.advantages.compute_advantages` (and, under ``history="template"``/``"window"``, the
-  episodes by their turn samples: :mod:`~trl_env.trainer.turn_samples`). Mode ``"episode"`` keeps TRL's own (B,)
+  episodes by their turn samples: :mod:`~trl_env.trainer.turn_samples`; with a tree, a shared turn is trained
+  in one carrier only: :mod:`~trl_env.trainer.tree_turns`). Mode ``"episode"`` keeps TRL's own (B,)
   advantages (identical, see the tests); ``"anchor"`` uses them as its episode term, ``"tree"`` as its
   leaf advantages (a shared prefix gets the mean of its scorable leaves', once).
 
@@ -39,6 +40,7 @@ from trl import GRPOTrainer
 from trl_env.errors import ConfigError, TrlEnvError
 from trl_env.trainer.advantages import MODES, AdvantageMode, EpisodeCredit, compute_advantages
 from trl_env.trainer.off_policy import correct_off_policy
+from trl_env.trainer.tree_turns import shared_turn_copies
 from trl_env.trainer.turn_samples import expand_turn_samples
 
 CREDIT_KEYS = ("turn_rewards", "turn_spans", "state_keys")
@@ -73,6 +75,8 @@ class TurnLevelGRPOTrainer(GRPOTrainer):
         self.advantage_mode = advantage_mode
         self.gamma, self.step_weight, self.scale_turns = gamma, step_weight, scale_turns
         self._credits: list[EpisodeCredit] = []
+        self._scored_credits: list[EpisodeCredit] = []  # every process's, unscorable ones failed: the last batch's
+        self._groups = 1  # the last batch's num_generations
         self._unscorable: list[bool] = []
         self._turn_samples: list[Any] = []
         self._turn_cap: int | None = None
@@ -108,7 +112,12 @@ class TurnLevelGRPOTrainer(GRPOTrainer):
             output["advantages"] = self._turn_advantages(output)
         if any(rows is not None for rows in self._turn_samples):  # per-turn histories: the turns replace the carriers
             rows = [rows or [] for rows in self._turn_samples]
-            output = expand_turn_samples(self, output, rows, cap=self._turn_cap if self.model.training else None)
+            copies = None
+            if self.advantage_mode == "tree":  # a shared turn is trained in the one carrier that owns its node
+                first = self.accelerator.process_index * len(rows)  # TRL's process_slice
+                copies = shared_turn_copies(self._scored_credits, self._groups, first, rows)
+            cap = self._turn_cap if self.model.training else None
+            output = expand_turn_samples(self, output, rows, cap=cap, copies=copies)
         if self.samples_off_policy and self.model.training:
             correct_off_policy(self, output)
         return output
@@ -121,6 +130,7 @@ class TurnLevelGRPOTrainer(GRPOTrainer):
             replace(credit, failed=True) if unscorable else credit
             for credit, unscorable in zip(gather_object(self._credits), self._unscorable, strict=True)
         ]
+        self._scored_credits, self._groups = credits, num_generations
         advantages = compute_advantages(
             credits,
             num_generations,

@@ -26,6 +26,12 @@ without replacement (seeded by the step, so a replay draws the same) and weighte
 the loss stays an unbiased estimate of the uncapped one. The sample count is then padded to a multiple of
 ``steps_per_generation`` (TRL splits the batch evenly) with masked copies that train nothing.
 
+**Tree rollouts** (``RolloutConfig.tree``): a turn played before a fork is in every leaf below it. Only the copy
+in the sample that owns its node under tree credit (:mod:`trl_env.trainer.tree_turns`) is trained, with the node's
+advantage; the other copies (advantage 0 under ``full``) are dropped before the cap, and their tokens still count
+in ``num_items_in_batch`` (``bnpo``: the advantages are scaled by the batch's tokens over those plus the copies'),
+as they do under ``full``. An episode's ``N_episode`` above counts its whole path, shared turns included.
+
 **KL** (``beta > 0``): the reference policy's logprobs are computed for each turn sample (its own prompt) and
 TRL's KL term applies to its tokens unchanged. The weights above scale the advantage, not the KL term: under the
 token-level losses without a cap an episode's KL counts as under ``full``; under the per-sequence losses or a cap
@@ -91,8 +97,26 @@ def _pad(rows: list[list[float]], value: float, *, left: bool, dtype: torch.dtyp
     return torch.tensor(padded, dtype=dtype)
 
 
+def _trained_tokens(trainer: Any, sample: dict[str, Any]) -> int:
+    """The tokens of a turn sample the loss would train (none for a turn cut by the budget under
+    ``mask_truncated_completions``, as the mask below has it)."""
+    ids = sample["completion_ids"]
+    if (
+        trainer.mask_truncated_completions
+        and ids
+        and ids[-1] not in {*trainer.eos_token_ids, trainer._tokenizer.pad_token_id}
+    ):
+        return 0
+    return int(sum(sample["env_mask"]))
+
+
 def expand_turn_samples(
-    trainer: Any, output: dict[str, Any], rows: list[list[dict[str, Any]]], *, cap: int | None
+    trainer: Any,
+    output: dict[str, Any],
+    rows: list[list[dict[str, Any]]],
+    *,
+    cap: int | None,
+    copies: list[list[bool]] | None = None,
 ) -> dict[str, Any]:
     """Replace the scored carriers of ``output`` by their episodes' turn samples (see the module docstring).
 
@@ -102,6 +126,9 @@ def expand_turn_samples(
         rows: per carrier (local episode), its turn samples (``prompt_ids``, ``completion_ids``, ``logprobs``,
             ``env_mask``, ``span``: the turn's model tokens in the carrier's completion).
         cap: ``max_turn_samples``.
+        copies: tree rollouts (:mod:`trl_env.trainer.tree_turns`): per carrier and turn sample, True for a copy
+            of a shared turn that another carrier trains; it is dropped, and its tokens still count in the
+            token denominator as its copy does under ``history="full"``. None: no copies.
 
     Returns:
         A new output dict over the turn samples.
@@ -110,24 +137,32 @@ def expand_turn_samples(
     if unknown:
         raise ConfigError(f"per-turn samples do not support the batch entries {unknown} (multimodal inputs)")
     advantages = output["advantages"]
+    copies = copies if copies is not None else [[False] * len(row) for row in rows]
+    owned = [
+        [s for s, copy in zip(row, flags, strict=True) if not copy] for row, flags in zip(rows, copies, strict=True)
+    ]
+    dropped = [s for row, flags in zip(rows, copies, strict=True) for s, copy in zip(row, flags, strict=True) if copy]
     seed = int(trainer.state.global_step) * 1009 + int(trainer.accelerator.process_index)
-    kept = select_turns([len(row) for row in rows], cap, seed)
+    kept = select_turns([len(row) for row in owned], cap, seed)
     chosen: list[tuple[dict[str, Any], float, float]] = []  # sample, advantage, weight
-    for index, (row, keep) in enumerate(zip(rows, kept, strict=True)):
-        episode_tokens = sum(sum(sample["env_mask"]) for sample in row) or 1
+    for index, (row, mine, keep) in enumerate(zip(rows, owned, kept, strict=True)):
+        episode_tokens = sum(sum(sample["env_mask"]) for sample in row) or 1  # its full sequence's, copies included
         for position in keep:
-            sample = row[position]
+            sample = mine[position]
             start = sample["span"][0]
             if advantages.dim() == 1:
                 value = advantages[index]
             else:  # a turn with no sampled token trains nothing: any value will do
                 value = advantages[index, start] if start < advantages.shape[1] else 0.0
-            weight = len(row) / len(keep)
+            weight = len(mine) / len(keep)
             if trainer.loss_type in SEQUENCE_MEAN:
                 weight *= sum(sample["env_mask"]) / episode_tokens
             chosen.append((sample, float(value), weight))
+    if not chosen and dropped:  # every turn a copy nobody trains (all failed): one masked row for TRL's batch
+        chosen.append(({**dropped[0], "env_mask": [0] * len(dropped[0]["env_mask"])}, 0.0, 0.0))
     if not chosen:
         raise InvariantError("a per-turn batch without any turn sample")
+    copied_tokens = sum(_trained_tokens(trainer, sample) for sample in dropped)
     steps = int(trainer.args.steps_per_generation)
     filler = chosen[-1][0]
     while len(chosen) % steps:  # TRL splits the batch into equal parts: masked copies that train nothing
@@ -161,7 +196,10 @@ def expand_turn_samples(
     token_weights = torch.tensor([weight for _, _, weight in chosen], dtype=torch.float32)
     if trainer.loss_type in SEQUENCE_MEAN + SEQUENCE_SUM:
         token_weights = torch.ones_like(token_weights)  # the weights above already carry the batch scale
-    local_items = (tool_mask.float().sum(1) * token_weights).sum().to(device)
+    if trainer.loss_type == "bnpo" and copied_tokens:  # its denominator is the batch's own mask: add the copies'
+        trained = float(tool_mask.sum())
+        new["advantages"] = new["advantages"] * (trained / (trained + copied_tokens))
+    local_items = ((tool_mask.float().sum(1) * token_weights).sum() + copied_tokens).to(device)
     new["num_items_in_batch"] = trainer.accelerator.gather(local_items).sum()
     sequences = torch.cat([new["prompt_ids"], new["completion_ids"]], dim=1)  # what a forward pass over the turns reads
     mask = torch.cat([new["prompt_mask"], new["completion_mask"]], dim=1)
