@@ -45,7 +45,7 @@ browser:
 test: install install-vllm install-adapters browser
 	$(BIN)/ruff check src tests examples benchmarks experiments demo scripts conftest.py
 	$(BIN)/ruff format --check src tests examples benchmarks experiments demo scripts conftest.py
-	TRL_ENV_REQUIRE_VLLM=1 TRL_ENV_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q
+	TRL_ENV_REQUIRE_VLLM=1 TRL_ENV_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q --durations=25
 
 lint: install
 	$(BIN)/ruff check src tests examples benchmarks experiments demo scripts
