@@ -25,6 +25,7 @@ Usage (from the repository root, in a venv with trl==1.16, a CUDA build of vLLM 
 
     python scripts/async_grpo_gpu.py                     # a small random Qwen3, built offline
     python scripts/async_grpo_gpu.py --model /path/to/Qwen3-0.6B --steps 6
+    python scripts/async_grpo_gpu.py --history template  # per-turn samples: check 4 also wants env/turn_samples
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def train(args: argparse.Namespace, model: str, url: str) -> dict:
     from trl_env.generation.openai_server import OpenAIServerGenerator
 
     tokenizer = AutoTokenizer.from_pretrained(model)
-    processor = ChatTemplateProcessor(tokenizer)
+    processor = ChatTemplateProcessor(tokenizer, per_turn=args.history != "full")
     seeds = [str(i) for i in range(64)]
     config = AsyncGRPOConfig(
         output_dir=str(args.output_dir / "run"),
@@ -160,6 +161,7 @@ def train(args: argparse.Namespace, model: str, url: str) -> dict:
         on_episodes=lambda episodes, version: versions.append(version),
         max_turns=4,
         max_turn_tokens=48,
+        history=args.history,
         max_completion_tokens=config.max_completion_length,
     )
 
@@ -212,7 +214,8 @@ def checks(args: argparse.Namespace, facts: dict) -> list[str]:
     if len(set(facts["batch_versions"])) < 2:
         failed.append(f"3: every batch played under one version {sorted(set(facts['batch_versions']))}")
     keys = set().union(*facts["logs"]) if facts["logs"] else set()
-    for key in ("reward", "env/turns", "env/reward_mean", "rollout/episodes_total"):
+    wanted = ("reward", "env/turns", "env/reward_mean", "rollout/episodes_total")
+    for key in wanted + (("env/turn_samples",) if args.history != "full" else ()):
         if key not in keys:
             failed.append(f"4: the logs never hold {key!r}")
     staleness = [log["sample/staleness_max"] for log in facts["logs"] if log.get("sample/staleness_max") is not None]
@@ -230,6 +233,10 @@ def main() -> None:
     parser.add_argument("--num-generations", type=int, default=4)
     parser.add_argument("--max-staleness", type=int, default=2)
     parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument(
+        "--history", choices=("full", "template", "window"), default="full",
+        help="template/window: the worker queues one sample per model turn (docs/history.md)",
+    )  # fmt: skip
     parser.add_argument("--port", type=int, default=8011)
     parser.add_argument("--output-dir", type=Path, default=Path("/tmp/trl-env-async-grpo"))
     args = parser.parse_args()
