@@ -39,7 +39,7 @@ def load(model: str):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from demo.run_demo import ANSWER_PREFIX
+    from demo.plan import ANSWER_PREFIX
     from trl_env.chat.chunked_processor import with_answer_prefix
     from trl_env.chat.template_processor import ChatTemplateProcessor
     from trl_env.checks.additivity import check_additivity
@@ -60,7 +60,8 @@ def run(mode: str, policy, tokenizer, processor, steps: int, task: str) -> dict:
     """Train ``steps`` steps of the demo recipe with ``zero_variance=mode``; the timings and group figures."""
     import torch
 
-    from demo.run_demo import TASKS, DemoPlan
+    from demo.plan import DemoPlan
+    from demo.tasks import TASKS
     from examples.guess_number import train_seeds
     from trl_env.generation.local_model import cpu_has_bf16
     from trl_env.trainer.recipe import TrainSettings, build_trainer

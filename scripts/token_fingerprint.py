@@ -90,7 +90,7 @@ def rollout_cases(tokenizer, model):
     from examples.guess_number.env import GuessNumberEnv
     from tests.envs.basic import RandomEnv
     from trl_env import ChatTemplateProcessor, EpisodeCacheGenerator, TransformersGenerator, evaluate, rollout
-    from trl_env.generation.kv_cache import PrefixCachingGenerator
+    from trl_env.generation.prefix_caching import PrefixCachingGenerator
     from trl_env.testing import ContextHashGenerator
 
     processor = ChatTemplateProcessor(tokenizer)

@@ -4,7 +4,8 @@ import torch
 
 from tests.envs.basic import Countdown  # noqa: F401
 from trl_env import ChatTemplateProcessor, rollout
-from trl_env.generation.kv_cache import EpisodeCacheGenerator, PrefixCachingGenerator, common_prefix_length
+from trl_env.generation.kv_cache import EpisodeCacheGenerator
+from trl_env.generation.prefix_caching import PrefixCachingGenerator, common_prefix_length
 
 IM_END = 151645
 TOLERANCE = 1e-4
@@ -100,7 +101,7 @@ def test_episode_cache_drops_ended_episodes_and_the_least_recently_used(qwen3_to
     assert len(generator) == 3
     generator.generate([_opening(8)], max_new_tokens=3)  # over max_entries: the oldest call's go first
     assert len(generator) == 3
-    assert not any(key[: len(_opening(4))] == tuple(_opening(4)) for key in generator._entries)
+    assert not any(key[: len(_opening(4))] == tuple(_opening(4)) for key in generator._store.entries)
     generator.end_episode([*_opening(5), *first[1].ids, 7])  # an ended episode is dropped at once
     assert len(generator) == 2
     generator.clear()

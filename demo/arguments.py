@@ -1,0 +1,126 @@
+"""The demo's command line: its flags, the plan they pick, and how many CPU threads to use.
+
+Example:
+    >>> args = parse_args(["--smoke", "--advantage", "turn"])
+    >>> plan = plan_from_args(args)
+    >>> plan.eval_episodes, plan.advantage, args.advantage
+    (4, 'turn', 'turn')
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from demo.plan import ANSWER_PREFIX, DemoPlan
+from demo.tasks import DEMO_REWARD, REWARDS, TASKS
+
+ROOT = Path(__file__).resolve().parents[1]
+DESCRIPTION = "The trl-env demo: GRPO teaches SmolLM2-135M-Instruct to play guess-the-number, on CPU."
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Command-line flags of the demo.
+
+    Example:
+        >>> parse_args(["--minutes", "3"]).minutes
+        3.0
+    """
+    parser = argparse.ArgumentParser(description=DESCRIPTION)
+    parser.add_argument("--minutes", type=float, default=10.0, help="training wall-time budget (default 10)")
+    parser.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
+    parser.add_argument(
+        "--task", choices=sorted(TASKS), default="guess", help="guess (the demo) or doors (an early turn decides)"
+    )
+    parser.add_argument("--smoke", action="store_true", help="tiny budgets: a few steps and episodes")
+    parser.add_argument("--model", help="model directory (default: SmolLM2-135M-Instruct, fetched offline)")
+    parser.add_argument("--eval-episodes", type=int, help="held-out episodes per evaluation (default 128)")
+    parser.add_argument("--lr", type=float, help="learning rate (default 5e-4)")
+    parser.add_argument(
+        "--answer-prefix",
+        default=ANSWER_PREFIX,
+        help=f"prefilled start of every model turn (default {ANSWER_PREFIX!r}; '' for none)",
+    )
+    parser.add_argument(
+        "--advantage",
+        choices=("episode", "turn", "anchor", "tree"),
+        help="credit assignment (default: the demo's, see DemoPlan; episode is plain GRPO)",
+    )
+    parser.add_argument(
+        "--reward",
+        choices=REWARDS,
+        default=DEMO_REWARD,
+        help=f"the env's reward: ratio (shaped score, recomputed each turn) or info_gain (additive per-turn "
+        f"information + 1 on success; docs/credit_assignment.md); default {DEMO_REWARD}",
+    )
+    parser.add_argument("--gamma", type=float, default=1.0, help="discount of later turns (turn and anchor modes)")
+    parser.add_argument("--max-steps", type=int, help="stop after N optimizer steps (default: --minutes decides)")
+    parser.add_argument(
+        "--max-staleness",
+        type=int,
+        default=0,
+        help="pipelined rollouts: play up to N steps ahead while a step trains (default 0, see docs/async.md)",
+    )
+    parser.add_argument(
+        "--no-is-correction", action="store_true", help="pipelined batches trained without importance sampling"
+    )
+    parser.add_argument(
+        "--tree",
+        help="tree rollouts, e.g. '1,2x2' (fork after turns 1 and 2 into 2 branches each; needs --advantage tree)",
+    )
+    parser.add_argument(
+        "--zero-variance",
+        choices=("keep", "filter", "resample"),
+        default="keep",
+        help="groups whose rewards are all equal: keep (default), filter them out of the loss, or resample them "
+        "from new seeds (docs/zero_variance.md)",
+    )
+    parser.add_argument(
+        "--max-extra-episodes",
+        type=int,
+        help="--zero-variance resample: most replacement episodes per step (default: one step's episodes)",
+    )
+    parser.add_argument(
+        "--skip-before", action="store_true", help="no evaluation before training (comparisons evaluate it once)"
+    )
+    parser.add_argument("--fp32", action="store_true", help="no bfloat16 autocast even where the CPU supports it")
+    parser.add_argument("--save-model", action="store_true", help="also save the trained (merged) model to OUT/model")
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: idle cores, from the load average)")
+    parser.add_argument("--out-dir", default=str(ROOT / "outputs" / "demo"), help="where results go")
+    return parser.parse_args(argv)
+
+
+def plan_from_args(args: argparse.Namespace) -> DemoPlan:
+    """The run's budgets and credit assignment: the demo's plan (full or smoke) with the flags' overrides.
+
+    The advantage and tree settled on are written back to ``args`` too: training and the summary read them there.
+
+    Example:
+        >>> args = parse_args(["--advantage", "tree", "--tree", "1x4"])
+        >>> plan_from_args(args).tree, args.tree
+        ('1x4', '1x4')
+    """
+    plan = DemoPlan.smoke() if args.smoke else DemoPlan.full(args.minutes)
+    plan.eval_episodes = args.eval_episodes or plan.eval_episodes
+    plan.lr = args.lr or plan.lr
+    if args.advantage is not None:  # another method: the demo's tree goes with its own advantage only
+        plan.tree = args.tree if args.tree is not None else plan.tree if args.advantage == plan.advantage else None
+        plan.advantage = args.advantage
+    elif args.tree is not None:
+        plan.tree = args.tree
+    args.advantage, args.tree = plan.advantage, plan.tree
+    return plan
+
+
+def idle_cores() -> int:
+    """CPU cores not busy with other work (cores minus the 1-minute load average), at least one.
+
+    On a shared machine fewer threads than cores is much faster than oversubscribing them.
+
+    Example:
+        >>> idle_cores() >= 1
+        True
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, round(cores - os.getloadavg()[0])))

@@ -1,0 +1,86 @@
+"""The demo's recipe: its prompt settings, its credit assignment and the budgets of one run (:class:`DemoPlan`).
+
+Example:
+    >>> DemoPlan.full(minutes=10).advantage == DEMO_ADVANTAGE, ANSWER_PREFIX
+    (True, 'My guess:')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # trl_env is imported when a rollout config is built, after run_demo.py set the environment
+    from trl_env.engine.config import RolloutConfig
+
+SYSTEM_PROMPT = ""  # empty: the chat template's own default system prompt
+ANSWER_PREFIX = "My guess:"  # opens every assistant turn (prefilled): the model continues with a number
+# the demo's credit assignment: chosen by experiments/credit_assignment.py (docs/credit_assignment.md)
+DEMO_ADVANTAGE, DEMO_TREE, SMOKE_TREE = "episode", None, "1x2"
+
+
+@dataclass
+class DemoPlan:
+    """Budgets of one demo run.
+
+    Example:
+        >>> DemoPlan.full(minutes=10).eval_episodes, DemoPlan.smoke().eval_episodes
+        (128, 4)
+    """
+
+    minutes: float
+    max_steps: int
+    eval_episodes: int
+    num_generations: int
+    prompts_per_step: int
+    advantage: str = "episode"  # the credit assignment (trl_env.trainer.advantages)
+    tree: str | None = None  # tree rollouts' shape, e.g. "1,2x2", with advantage "tree"
+    max_turns: int = 5
+    max_turn_tokens: int = 6
+    max_completion_tokens: int = 128
+    lr: float = 5e-4
+    lora_r: int = 16
+    eval_batch_size: int = 32
+
+    @classmethod
+    def full(cls, minutes: float) -> DemoPlan:
+        """The real demo: 128 held-out episodes, 2 secrets x 8 episodes per step."""
+        return cls(
+            minutes=minutes,
+            max_steps=10_000,
+            eval_episodes=128,
+            num_generations=8,
+            prompts_per_step=2,
+            advantage=DEMO_ADVANTAGE,
+            tree=DEMO_TREE,
+        )
+
+    @classmethod
+    def smoke(cls) -> DemoPlan:
+        """A few seconds of everything, for tests."""
+        return cls(
+            minutes=5.0,
+            max_steps=2,
+            eval_episodes=4,
+            num_generations=2,
+            prompts_per_step=2,
+            max_turns=2,
+            max_turn_tokens=4,
+            max_completion_tokens=48,
+            eval_batch_size=4,
+            advantage=DEMO_ADVANTAGE,
+            tree=SMOKE_TREE if DEMO_TREE else None,  # 2 samples per group: a tree of 2 leaves
+        )
+
+    def rollout_config(self, tree: str | None = None) -> RolloutConfig:
+        """The rollout budgets shared by evaluation and training (``tree``: training's tree shape, e.g. ``"1x4"``)."""
+        from trl_env.engine.config import RolloutConfig
+        from trl_env.engine.tree import TreeShape
+
+        return RolloutConfig(
+            system_prompt=SYSTEM_PROMPT,
+            max_turns=self.max_turns,
+            max_turn_tokens=self.max_turn_tokens,
+            max_completion_tokens=self.max_completion_tokens,
+            tree=TreeShape.parse(tree) if tree else None,
+        )

@@ -1,0 +1,79 @@
+"""The demo's training run: GRPO with a LoRA adapter, the plan's budgets and the flags' method.
+
+Imports TRL (through trl_env's recipe): ``run_demo.py`` imports it once the environment is set.
+
+Example:
+    >>> trainer, seconds = train_policy(args, plan, factory, model, tokenizer, processor, False, out)  # doctest: +SKIP
+    >>> trainer.state.global_step  # doctest: +SKIP
+    15
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from demo.plan import DemoPlan
+from examples.guess_number import train_seeds
+from trl_env.trainer.recipe import TrainSettings, build_trainer
+
+
+def train_policy(
+    args: argparse.Namespace,
+    plan: DemoPlan,
+    env_factory: Callable[[], Any],
+    model: Any,
+    tokenizer: Any,
+    processor: Any,
+    bf16: bool,
+    out: Path,
+) -> tuple[Any, float]:
+    """Train ``model`` on the task's training seeds; the trainer (its state holds the log) and the seconds it took.
+
+    Prints the method and budget before training and each step's reward after.
+    """
+    settings = TrainSettings(
+        steps=args.max_steps or plan.max_steps,
+        lr=plan.lr,
+        num_generations=plan.num_generations,
+        prompts_per_step=plan.prompts_per_step,
+        lora_r=plan.lora_r,
+        max_minutes=plan.minutes,
+        seed=args.seed,
+        output_dir=str(out / "trainer"),
+        bf16=bf16,
+        rollout=dataclasses.replace(  # training only: evaluation plays every episode it is given
+            plan.rollout_config(args.tree),
+            zero_variance=args.zero_variance,
+            max_extra_episodes=args.max_extra_episodes,
+        ),
+        advantage=args.advantage,
+        gamma=args.gamma,
+        max_staleness=args.max_staleness,
+        extra_args={"vllm_importance_sampling_correction": False} if args.no_is_correction else {},
+    )
+    trainer = build_trainer(
+        env_factory,
+        model,
+        tokenizer,
+        train_seeds(4 * 1024, rng_seed=args.seed),
+        settings,
+        processor=processor,
+    )
+    method = args.advantage + (f", tree {args.tree}" if args.tree else "")
+    method += f", zero-variance groups: {args.zero_variance}" if args.zero_variance != "keep" else ""
+    print(
+        f"\n== training with GRPO ({method} advantages) for at most {plan.minutes:g} minutes "
+        f"({settings.batch_size} episodes per step)"
+    )
+    train_start = time.perf_counter()
+    trainer.train()
+    train_seconds = time.perf_counter() - train_start
+    for entry in trainer.state.log_history:
+        if "reward" in entry:
+            print(f"step {entry['step']:>3}  reward {entry['reward']:.3f}")
+    return trainer, train_seconds
