@@ -42,11 +42,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from trl.experimental.async_grpo.async_rollout_worker import RolloutSample
 
-from trl_env.episode import Episode
+from trl_env.episode import Episode, TurnSample
 from trl_env.errors import DataError
 
 STD_EPSILON = 1e-8  # TRL's: a group whose rewards are all equal gets advantage 0, not a division by zero
@@ -127,22 +128,46 @@ def episode_sample(
     Raises:
         DataError: the episode's completion, mask and logprob lists differ in length.
     """
-    n = len(episode.completion_ids)
-    if not (len(episode.env_mask) == len(episode.logprobs) == n):
-        raise DataError(
-            f"episode {episode.seed!r}: {n} completion ids, {len(episode.env_mask)} mask, {len(episode.logprobs)} "
-            "logprobs; a RolloutSample needs one of each per token"
-        )
-    prompt = len(episode.prompt_ids)
     completion_text = "".join(segment.text for segment in episode.segments)
+    return _sample(
+        f"episode {episode.seed!r}",
+        episode,
+        [{"role": "user", "content": episode.prompt_text}],
+        completion_text,
+        (advantage, version, group_id, metrics),
+    )
+
+
+def _sample(
+    where: str,
+    tokens: Episode | TurnSample,
+    prompt: list[dict[str, Any]],
+    completion_text: str,
+    tags: tuple[float, int, int, dict[str, float]],
+) -> RolloutSample:
+    """The ``RolloutSample`` of ``tokens`` (an episode or a turn sample): its prompt ids as context (mask 0,
+    logprob 0.0), then its completion ids with their mask and logprobs; ``tags`` is ``(advantage, version,
+    group_id, metrics)``.
+
+    Raises:
+        DataError: the completion, mask and logprob lists differ in length (``where`` names the sample).
+    """
+    n = len(tokens.completion_ids)
+    if not (len(tokens.env_mask) == len(tokens.logprobs) == n):
+        raise DataError(
+            f"{where}: {n} completion ids, {len(tokens.env_mask)} mask, {len(tokens.logprobs)} logprobs; "
+            "a RolloutSample needs one of each per token"
+        )
+    advantage, version, group_id, metrics = tags
+    context = len(tokens.prompt_ids)
     return RolloutSample(
-        prompt=[{"role": "user", "content": episode.prompt_text}],
+        prompt=prompt,
         completion=[{"role": "assistant", "content": completion_text}],
-        input_ids=np.asarray(list(episode.prompt_ids) + list(episode.completion_ids), dtype=np.int64),
-        completion_mask=np.asarray([0] * prompt + list(episode.env_mask), dtype=np.int64),
+        input_ids=np.asarray(list(tokens.prompt_ids) + list(tokens.completion_ids), dtype=np.int64),
+        completion_mask=np.asarray([0] * context + list(tokens.env_mask), dtype=np.int64),
         # a mask-0 token's logprob is never read by the loss; zero it anyway, as TRL does for context
         old_log_probs=np.asarray(
-            [0.0] * prompt + [lp if m else 0.0 for lp, m in zip(episode.logprobs, episode.env_mask, strict=True)],
+            [0.0] * context + [lp if m else 0.0 for lp, m in zip(tokens.logprobs, tokens.env_mask, strict=True)],
             dtype=np.float32,
         ),
         advantage=float(advantage),
@@ -185,32 +210,11 @@ def turn_samples(
     kept = [sample for sample in episode.turn_samples if any(sample.env_mask)]  # an empty turn trains nothing
     out = []
     for sample in kept:
-        n = len(sample.completion_ids)
-        if not (len(sample.env_mask) == len(sample.logprobs) == n):
-            raise DataError(
-                f"episode {episode.seed!r}, turn {sample.turn}: {n} completion ids, {len(sample.env_mask)} mask, "
-                f"{len(sample.logprobs)} logprobs; a RolloutSample needs one of each per token"
-            )
-        prompt = len(sample.prompt_ids)
         messages = [episode.messages[i] for i in sample.message_indices if i < len(episode.messages)]
         text = episode.turns[sample.turn].completion if sample.turn < len(episode.turns) else ""
         figures = {**metrics, "env/turn_samples": float(len(kept))} if not out else {}
-        out.append(
-            RolloutSample(
-                prompt=messages,
-                completion=[{"role": "assistant", "content": text}],
-                input_ids=np.asarray(list(sample.prompt_ids) + list(sample.completion_ids), dtype=np.int64),
-                completion_mask=np.asarray([0] * prompt + list(sample.env_mask), dtype=np.int64),
-                old_log_probs=np.asarray(
-                    [0.0] * prompt + [lp if m else 0.0 for lp, m in zip(sample.logprobs, sample.env_mask, strict=True)],
-                    dtype=np.float32,
-                ),
-                advantage=float(advantage),
-                model_version=int(version),
-                group_id=int(group_id),
-                metrics=figures,
-            )
-        )
+        where = f"episode {episode.seed!r}, turn {sample.turn}"
+        out.append(_sample(where, sample, messages, text, (advantage, version, group_id, figures)))
     return out
 
 
