@@ -8,7 +8,7 @@ max(rollout, training), the trainer's idle fraction and the generator's busy fra
 of rollout and training spans per step for the heavy-tailed profile (benchmarks/out/pipelining_timeline.png).
 
     python benchmarks/pipelining.py [--steps 6] [--profiles heavy_tail,one_second,instant] [--model DIR]
-                                    [--env-workers N] [--tag _suffix]
+                                    [--env-workers N] [--tag _suffix] [--lr LR]
 
 ``--model .cache/smollm2-135m-instruct`` (the demo's model, fetched by ``make demo``) trains SmolLM2-135M in full
 instead of the tiny Qwen3; ``--env-workers 4`` queues the 16 episodes of a step on 4 env workers (more episodes
@@ -63,7 +63,14 @@ def timed_rollout_func(rollout_func, spans: list):
 
 
 def run(
-    model, tokenizer, profile: str, staleness: int, steps: int, out_dir: Path, env_workers: int | None = None
+    model,
+    tokenizer,
+    profile: str,
+    staleness: int,
+    steps: int,
+    out_dir: Path,
+    env_workers: int | None = None,
+    learning_rate: float = 1e-3,
 ) -> dict:
     factory = functools.partial(SlowEnv, profile)
     workers = {"env_workers": env_workers} if env_workers else {}  # unset: the default, as users run it
@@ -81,7 +88,7 @@ def run(
             num_generations=8,
             max_completion_length=96,
             max_steps=steps,
-            learning_rate=1e-3,
+            learning_rate=learning_rate,
             logging_steps=1,
             report_to="none",
             use_cpu=True,
@@ -148,14 +155,23 @@ def main() -> None:
     parser.add_argument(
         "--env-workers", type=int, help="env workers (default: the library's, 16; fewer queues the 16 episodes)"
     )
+    parser.add_argument(
+        "--lr",
+        type=float,
+        help="learning rate (default 1e-3 for the tiny Qwen3, 1e-6 for a real model, which 1e-3 "
+        "would collapse within two steps into one-token answers, making every later rollout unrepresentatively short)",
+    )
     args = parser.parse_args()
+    learning_rate = args.lr or (1e-6 if args.model else 1e-3)
     model, tokenizer = benchmark_model(args.model)
     model.train()
     OUT.mkdir(parents=True, exist_ok=True)
     results = []
     for profile in args.profiles.split(","):
         for staleness in (0, 1, 2):
-            result = run(model, tokenizer, profile, staleness, args.steps, OUT / "pipelining", args.env_workers)
+            result = run(
+                model, tokenizer, profile, staleness, args.steps, OUT / "pipelining", args.env_workers, learning_rate
+            )
             results.append(result)
             print(f"{profile:>10} max_staleness={staleness}: step {result['step_s']:.2f} s", flush=True)
     print()

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from demo.plan import ANSWER_PREFIX, DemoPlan
-from demo.tasks import DEMO_REWARD, REWARDS, TASKS
+from demo.tasks import DEMO_REWARD, MAX_TURNS, REWARDS, TASKS
 
 ROOT = Path(__file__).resolve().parents[1]
 DESCRIPTION = "The trl-env demo: GRPO teaches SmolLM2-135M-Instruct to play guess-the-number, on CPU."
@@ -31,7 +31,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--minutes", type=float, default=10.0, help="training wall-time budget (default 10)")
     parser.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
     parser.add_argument(
-        "--task", choices=sorted(TASKS), default="guess", help="guess (the demo) or doors (an early turn decides)"
+        "--task",
+        choices=sorted(TASKS),
+        default="guess",
+        help="guess (the demo), doors (an early turn decides) or rounds (4 games in one episode, up to 16 turns)",
     )
     parser.add_argument("--smoke", action="store_true", help="tiny budgets: a few steps and episodes")
     parser.add_argument("--model", help="model directory (default: SmolLM2-135M-Instruct, fetched offline)")
@@ -53,6 +56,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=DEMO_REWARD,
         help=f"the env's reward: ratio (shaped score, recomputed each turn) or info_gain (additive per-turn "
         f"information + 1 on success; docs/credit_assignment.md); default {DEMO_REWARD}",
+    )
+    parser.add_argument(
+        "--history",
+        choices=("full", "template", "window"),
+        default="full",
+        help="what each model turn sees of earlier turns (default full: one growing sequence; docs/history.md)",
+    )
+    parser.add_argument("--history-window", type=int, default=4, help="--history window: earlier turns kept")
+    parser.add_argument(
+        "--max-completion-tokens",
+        type=int,
+        help="token budget of an episode (default 128; per turn sample under --history template/window)",
     )
     parser.add_argument("--gamma", type=float, default=1.0, help="discount of later turns (turn and anchor modes)")
     parser.add_argument("--max-steps", type=int, help="stop after N optimizer steps (default: --minutes decides)")
@@ -104,6 +119,10 @@ def plan_from_args(args: argparse.Namespace) -> DemoPlan:
     plan = DemoPlan.smoke() if args.smoke else DemoPlan.full(args.minutes)
     plan.eval_episodes = args.eval_episodes or plan.eval_episodes
     plan.lr = args.lr or plan.lr
+    plan.history, plan.history_window = args.history, args.history_window
+    plan.max_completion_tokens = args.max_completion_tokens or plan.max_completion_tokens
+    if not args.smoke:
+        plan.max_turns = MAX_TURNS[args.task]
     if args.advantage is not None:  # another method: the demo's tree goes with its own advantage only
         plan.tree = args.tree if args.tree is not None else plan.tree if args.advantage == plan.advantage else None
         plan.advantage = args.advantage

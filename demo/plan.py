@@ -38,6 +38,8 @@ class DemoPlan:
     max_turns: int = 5
     max_turn_tokens: int = 6
     max_completion_tokens: int = 128
+    history: str = "full"  # what each model turn sees of earlier turns (RolloutConfig.history, docs/history.md)
+    history_window: int = 4  # history "window": the earlier turns each prompt keeps
     lr: float = 5e-4
     lora_r: int = 16
     eval_batch_size: int = 32
@@ -82,5 +84,7 @@ class DemoPlan:
             max_turns=self.max_turns,
             max_turn_tokens=self.max_turn_tokens,
             max_completion_tokens=self.max_completion_tokens,
+            history=self.history,
+            history_window=self.history_window,
             tree=TreeShape.parse(tree) if tree else None,
         )

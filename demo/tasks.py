@@ -1,8 +1,8 @@
-"""The demo's tasks and their env factories: guess-the-number (the demo) and vault doors, each with a reward.
+"""The demo's tasks and their env factories: guess-the-number (the demo), vault doors and guess rounds.
 
 Example:
-    >>> sorted(TASKS), REWARDS
-    (['doors', 'guess'], ('ratio', 'info_gain'))
+    >>> sorted(TASKS), REWARDS, MAX_TURNS["rounds"]
+    (['doors', 'guess', 'rounds'], ('ratio', 'info_gain'), 16)
 """
 
 from __future__ import annotations
@@ -21,16 +21,19 @@ DEMO_REWARD = "ratio"
 TASKS = {
     "guess": ("examples.guess_number:GuessNumberEnv", ENV_KWARGS),
     "doors": ("examples.vault_doors:VaultDoorsEnv", {"doors": 3, "low": 1, "high": 8, "max_turns": 5}),
+    # a long-horizon task (history policies, docs/history.md): 4 rounds of 4 guesses, up to 16 model turns
+    "rounds": ("examples.guess_rounds:GuessRoundsEnv", {"rounds": 4, "low": 1, "high": 8, "turns_per_round": 4}),
 }
+MAX_TURNS = {"guess": 5, "doors": 5, "rounds": 16}  # the most model turns an episode of each task can take
 
-__all__ = ["DEMO_REWARD", "ENV_KWARGS", "REWARDS", "TASKS", "task_factory"]
+__all__ = ["DEMO_REWARD", "ENV_KWARGS", "MAX_TURNS", "REWARDS", "TASKS", "task_factory"]
 
 
 def task_factory(task: str, reward: str = DEMO_REWARD) -> functools.partial[Any]:
     """The env factory of a demo task with the reward ``reward``.
 
     Args:
-        task: a key of ``TASKS`` (``"guess"`` or ``"doors"``).
+        task: a key of ``TASKS`` (``"guess"``, ``"doors"`` or ``"rounds"``).
         reward: the env's reward, ``"ratio"`` or ``"info_gain"`` (:mod:`examples.guess_number.rewards`).
 
     Returns:
@@ -41,6 +44,8 @@ def task_factory(task: str, reward: str = DEMO_REWARD) -> functools.partial[Any]
         'info_gain'
         >>> task_factory("doors", "info_gain")().code.reward_kind
         'info_gain'
+        >>> task_factory("rounds")().rounds
+        4
     """
     factory_path, env_kwargs = TASKS[task]
     return functools.partial(pkgutil.resolve_name(factory_path), **env_kwargs, reward=reward)

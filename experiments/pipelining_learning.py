@@ -25,12 +25,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from demo_runs import ROOT, run_demo, summaries, table
+
 RUNS = ROOT / "outputs" / "experiments" / "pipelining"
 RESULT = ROOT / "experiments" / "out" / "pipelining_learning.json"  # _steps<N> is added to the name
 
@@ -57,56 +55,23 @@ def run(
 ) -> None:
     for seed in seeds:
         for name, flags in variants(no_correction):
-            if only is not None and name != only:
-                continue
-            out = folder(name, seed, steps)
-            if (out / "summary.json").exists():
-                continue
-            command = [
-                sys.executable,
-                str(ROOT / "demo" / "run_demo.py"),
-                "--seed",
-                str(seed),
-                "--max-steps",
-                str(steps),
-                "--minutes",
-                "600",
-                "--eval-episodes",
-                str(eval_episodes),
-                "--skip-before",
-                "--advantage",
-                "episode",
-                "--out-dir",
-                str(out),
-                *(["--threads", str(threads)] if threads else []),
-                *flags,
-            ]
-            print(" ".join(command), flush=True)
-            subprocess.run(command, check=True)
+            if only is None or name == only:
+                flags = ["--skip-before", "--advantage", "episode", *flags]
+                run_demo(folder(name, seed, steps), seed, steps, flags, eval_episodes, threads)
 
 
 def report(steps: int) -> dict:
-    rows: dict[str, list[float]] = {}
-    for name, _ in variants(no_correction=True):
-        prefix = folder(name, 0, steps).name.rsplit("-seed", 1)[0]
-        for path in sorted((RUNS / f"steps{steps}").glob(f"{prefix}-seed*/summary.json")):
-            summary = json.loads(path.read_text())
-            rows.setdefault(name, []).append(summary["after"]["success_rate"])
-    table = {
-        name: {
-            "seeds": len(v),
-            "mean": statistics.mean(v),
-            "sd": statistics.stdev(v) if len(v) > 1 else None,
-            "runs": v,
-        }
-        for name, v in rows.items()
+    rows = {
+        name: [s["after"]["success_rate"] for s in summaries(RUNS / f"steps{steps}", folder(name, 0, steps).name[:-6])]
+        for name, _ in variants(no_correction=True)
     }
     result = RESULT.with_name(f"{RESULT.stem}_steps{steps}.json")
     result.parent.mkdir(parents=True, exist_ok=True)
-    result.write_text(json.dumps(table, indent=1))
-    for name, row in table.items():
+    shown = table(rows)
+    result.write_text(json.dumps(shown, indent=1))
+    for name, row in shown.items():
         print(f"{name}: held-out success {row['mean']:.3f} over {row['seeds']} seed(s) {row['runs']}")
-    return table
+    return shown
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from examples.discrete_log import DiscreteLogEnv
 from examples.guess_number import GuessNumberEnv
+from examples.guess_rounds import GuessRoundsEnv
 from examples.wordle import WordleEnv
 from trl_env.core import Env
 
@@ -20,8 +21,9 @@ CASES = [  # (factory, seed, scripted actions, max_turns)
     (GuessNumberEnv, "train-0", ["8", "oops", "12", "3", "15", "9"], 5),
     (WordleEnv, "train-0", ["CRANE", "cat", "SLATE", "ghost", "12345", "PLANT", "TRAIN"], 6),
     (DiscreteLogEnv, "d2-train-0", ["hmm", CODE, "ANSWER:", "ANSWER: 3"], 4),
+    (GuessRoundsEnv, "train-0", ["4", "oops", "6", "2", "7", "1", "8", "3", "5"] * 2, 16),
 ]
-IDS = ["guess_number", "wordle", "discrete_log"]
+IDS = ["guess_number", "wordle", "discrete_log", "guess_rounds"]
 MODULES = [
     "examples.guess_number.env",
     "examples.guess_number.seeds",
@@ -31,6 +33,7 @@ MODULES = [
     "examples.discrete_log.sandbox",
     "examples.discrete_log.seeds",
     "examples.vault_doors.env",
+    "examples.guess_rounds.env",
 ]
 
 
