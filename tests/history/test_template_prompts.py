@@ -181,3 +181,27 @@ def test_every_trl_template_renders_exact_per_turn_prompts(qwen3_tokenizer, temp
             )
             assert sample.prompt_ids == list(expected), name
         assert "Turn 2 seen" in tokenizer.decode(episode.turn_samples[2].prompt_ids), name  # env text is rendered
+
+
+@pytest.mark.parametrize("history", ["template", "window"])
+def test_an_answer_prefix_ends_every_prompt_and_opens_every_assistant_message(history, qwen3_tokenizer):
+    from trl_env.chat.chunked_processor import with_answer_prefix
+
+    script = TurnScript(qwen3_tokenizer, [" 4", " 6", " 5"], "<|im_end|>")
+    processor = with_answer_prefix(ChatTemplateProcessor(qwen3_tokenizer, per_turn=True), "My guess:")
+    episodes = rollout(
+        Talk, ["a", "b"], script, processor, tokenizer=qwen3_tokenizer, history=history, history_window=1,
+        max_turns=3, schedule="turn", env_isolation="thread",
+    )  # fmt: skip
+    prefix = qwen3_tokenizer.encode("My guess:", add_special_tokens=False)
+    for episode in episodes:
+        said = [m["content"] for m in episode.messages if m["role"] == "assistant"]
+        assert said == ["My guess: 4", "My guess: 6", "My guess: 5"]  # the prefix is part of what the model said
+        for sample in episode.turn_samples:
+            messages = [episode.messages[i] for i in sample.message_indices]
+            template = qwen3_tokenizer.apply_chat_template(
+                messages, add_generation_prompt=True, tokenize=True, return_dict=False
+            )
+            assert sample.prompt_ids == list(template) + prefix  # the template's prompt, then the prefix
+            assert sample.prompt_ids in script.contexts  # what the model was asked to continue
+        assert [turn.action for turn in episode.turns] == ["4", "6", "5"]  # parsed after the prefix

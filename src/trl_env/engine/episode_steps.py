@@ -79,9 +79,14 @@ class EpisodeSteps:
         self.on_end: Callable[[list[int]], None] | None = None  # told each ended episode's last context
         self.history: TemplateHistory | None = None
         if config.per_turn:
-            kwargs = processor.template_kwargs if isinstance(processor, ChunkedProcessor) else {}
+            chunked = isinstance(processor, ChunkedProcessor)
             window = config.history_window if config.history == "window" else None
-            self.history = TemplateHistory(tokenizer, window=window, template_kwargs=kwargs)
+            self.history = TemplateHistory(
+                tokenizer,
+                window=window,
+                template_kwargs=processor.template_kwargs if chunked else {},
+                answer_prefix=processor.answer_prefix if chunked else "",
+            )
 
     @property
     def leaves_per_root(self) -> int:
@@ -172,7 +177,7 @@ class EpisodeSteps:
                 [1] * len(ids), list(run.shown),
             )  # fmt: skip
             run.episode.turn_samples.append(sample)
-            run.episode.messages.append({"role": "assistant", "content": body})
+            run.episode.messages.append({"role": "assistant", "content": self.history.answer_prefix + body})
         if not stopped:
             if run.budget_left(config) < 1:
                 self.finish(run, StopReason.TOKEN_BUDGET)

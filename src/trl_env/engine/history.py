@@ -46,10 +46,18 @@ class TemplateHistory:
         tokenizer: its ``chat_template`` renders every prompt.
         window: the number of earlier turns a prompt keeps after the opening; None keeps them all.
         template_kwargs: extra chat-template arguments (e.g. ``enable_thinking``), the processor's.
+        answer_prefix: text that opens every model turn (the processor's, from
+            :func:`~trl_env.chat.chunked_processor.with_answer_prefix`): each prompt ends with it, tokenized alone
+            after the template's generation prompt as under ``full``, and each assistant message starts with it.
     """
 
     def __init__(
-        self, tokenizer: PreTrainedTokenizerBase, *, window: int | None, template_kwargs: dict[str, Any] | None = None
+        self,
+        tokenizer: PreTrainedTokenizerBase,
+        *,
+        window: int | None,
+        template_kwargs: dict[str, Any] | None = None,
+        answer_prefix: str = "",
     ) -> None:
         if not tokenizer.chat_template:
             raise TemplateError(
@@ -58,6 +66,8 @@ class TemplateHistory:
         self.tokenizer = tokenizer
         self.window = window
         self.template_kwargs = dict(template_kwargs or {})
+        self.answer_prefix = answer_prefix
+        self.prefix_ids = list(tokenizer.encode(answer_prefix, add_special_tokens=False)) if answer_prefix else []
         self.encoded_tokens = 0  # prompt tokens rendered and tokenized so far (the cost of re-rendering)
         # multimodal templates (SmolVLM, Idefics3) render only content given as a list of typed parts
         probe = tokenizer.apply_chat_template(
@@ -136,14 +146,14 @@ class TemplateHistory:
         """``apply_chat_template`` of the chosen messages with the generation prompt, tokenized by the template.
 
         Returns:
-            The prompt's token ids, exactly the template's (``tokenize=True``).
+            The prompt's token ids, exactly the template's (``tokenize=True``), then the answer prefix's.
         """
         chosen = self.template_messages([messages[i] for i in indices])
         ids = self.tokenizer.apply_chat_template(
             chosen, tools=list(tools) or None, tokenize=True, add_generation_prompt=True, return_dict=False,
             **self.template_kwargs,
         )  # fmt: skip
-        ids = [int(i) for i in ids]
+        ids = [int(i) for i in ids] + self.prefix_ids
         self.encoded_tokens += len(ids)
         return ids
 
