@@ -74,17 +74,27 @@ def questions(train: int, heldout: int) -> tuple[list[str], list[str]]:
 
 
 def settings_for(
-    seed: int, minutes: float, output_dir: Path, bf16: bool, max_steps: int | None = None, tokens: int = 256
+    seed: int,
+    minutes: float,
+    output_dir: Path,
+    bf16: bool,
+    max_steps: int | None = None,
+    tokens: int = 256,
+    generations: int = 8,
+    questions_per_step: int = 2,
 ) -> Any:
-    """The one recipe both arms train with (the demo's: LoRA r=16, lr 5e-4, 2 questions x 8 episodes per step)."""
+    """The one recipe both arms train with (the demo's: LoRA r=16, lr 5e-4, 2 questions x 8 episodes per step).
+
+    ``generations`` and ``questions_per_step`` shrink the step for smoke runs (a step's cost grows with both).
+    """
     from trl_env.engine.config import RolloutConfig
     from trl_env.trainer.recipe import TrainSettings
 
     return TrainSettings(
         steps=max_steps or 10_000,  # the minutes decide
         lr=5e-4,
-        num_generations=8,
-        prompts_per_step=2,
+        num_generations=generations,
+        prompts_per_step=questions_per_step,
         lora_r=16,
         max_minutes=minutes,
         seed=seed,
@@ -145,7 +155,8 @@ def one_run(arm: str, seed: int, args: argparse.Namespace, out: Path) -> dict:
     """Train one arm for ``args.minutes`` (none for ``"untrained"``), evaluate it, write ``out/summary.json``.
 
     ``args``: ``minutes``, ``eval_episodes``, ``threads``, ``fp32``, ``model`` (None: SmolLM2-135M-Instruct),
-    ``max_steps`` (None: the minutes decide) and ``tokens`` (the completion budget), as ``main`` parses them.
+    ``max_steps`` (None: the minutes decide), ``tokens`` (the completion budget), ``generations`` and
+    ``questions_per_step`` (the step's size), as ``main`` parses them.
     """
     import torch
 
@@ -159,7 +170,9 @@ def one_run(arm: str, seed: int, args: argparse.Namespace, out: Path) -> dict:
     bf16 = not args.fp32 and cpu_has_bf16()
     model, tokenizer = load(Path(args.model) if args.model else ensure_demo_model())
     training, heldout = questions(4096, args.eval_episodes)
-    settings = settings_for(seed, args.minutes, out, bf16, args.max_steps, args.tokens)
+    settings = settings_for(
+        seed, args.minutes, out, bf16, args.max_steps, args.tokens, args.generations, args.questions_per_step
+    )
     steps, train_seconds = 0, 0.0
     if arm != "untrained":
         trainer = train_arm(arm, model, tokenizer, training, settings)
@@ -209,7 +222,8 @@ def run(args: argparse.Namespace) -> None:
         command += ["--threads", str(args.threads)] + (["--fp32"] if args.fp32 else [])
         command += ["--model", args.model] if args.model else []
         command += ["--max-steps", str(args.max_steps)] if args.max_steps else []
-        command += ["--tokens", str(args.tokens)]
+        command += ["--tokens", str(args.tokens), "--generations", str(args.generations)]
+        command += ["--questions-per-step", str(args.questions_per_step)]
         print(" ".join(command), flush=True)
         subprocess.run(command, check=True)
 
@@ -259,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--model", help="model directory (default: SmolLM2-135M-Instruct, as the demo's)")
         command.add_argument("--max-steps", type=int, help="stop after N steps (default: the minutes decide)")
         command.add_argument("--tokens", type=int, default=256, help="completion tokens per episode (default 256)")
+        command.add_argument("--generations", type=int, default=8, help="episodes per question (default 8)")
+        command.add_argument("--questions-per-step", type=int, default=2, help="questions per step (default 2)")
     report_parser = sub.add_parser("report")
     for command in (go, one, report_parser):
         command.add_argument("--runs", type=Path, default=RUNS, help=f"the runs' folder (default {RUNS})")

@@ -5,6 +5,7 @@ from processor_cases import CHUNKABLE, PRESET_TEMPLATES, UNCHUNKABLE
 
 from trl_env import ChatTemplateProcessor, preset
 from trl_env.chat.template_processor import ChunkingError
+from trl_env.testing.template_tokenizers import LLAMA3
 
 # the last user turn is left open: templates may render the final answer differently (Qwen3 adds an
 # empty think block to it), but every earlier turn must match what trl-env builds
@@ -149,3 +150,21 @@ def test_parse_falls_back_to_markers_without_response_template(template_tokenize
 def test_unknown_preset_lists_the_known_ones():
     with pytest.raises(ValueError, match="qwen3_nothink"):
         preset("nope")
+
+
+def test_template_tokenizers_equal_a_full_deep_copy(qwen3_tokenizer, template_tokenizers):
+    """The family tokenizers share Qwen3's BPE model to skip re-parsing it: the result must be what a full
+    deep copy given the same tokens serializes to, and the shared original must stay unchanged."""
+    import copy
+
+    from tokenizers import AddedToken
+
+    before = qwen3_tokenizer.backend_tokenizer.to_str()
+    tokenizer = template_tokenizers("llama3")
+    full = copy.deepcopy(qwen3_tokenizer)
+    full.add_tokens([AddedToken(t, special=True, normalized=False) for t in LLAMA3], special_tokens=True)
+    assert tokenizer.backend_tokenizer.to_str() == full.backend_tokenizer.to_str()
+    text = "<|begin_of_text|>hi<|eot_id|> there<|im_end|>"
+    assert tokenizer(text)["input_ids"] == full(text)["input_ids"]
+    assert qwen3_tokenizer.backend_tokenizer.to_str() == before
+    assert "<|eot_id|>" not in qwen3_tokenizer.get_vocab()

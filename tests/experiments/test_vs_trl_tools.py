@@ -17,6 +17,9 @@ def test_both_arms_train_a_step_then_are_evaluated_on_the_same_heldout_questions
     runs = tmp_path / "runs"
     common = ["--runs", str(runs), "--model", str(tiny_model_dir), "--max-steps", "1", "--eval-episodes", "2"]
     common += ["--threads", "1", "--tokens", "24"]  # a random tiny model never stops a turn by itself
+    # the smallest GRPO step (one question, two episodes): every position of every episode is scored over the
+    # 151k-token vocabulary on CPU, so the default 2 x 8 episodes made each arm's step ~45 s
+    common += ["--generations", "2", "--questions-per-step", "1"]
     for arm in ("untrained", "trl", "trl-env"):
         assert experiment.main(["one", "--arm", arm, *common]) == 0
     assert experiment.main(["report", "--runs", str(runs), "--result", str(tmp_path / "r.json")]) == 0
