@@ -65,6 +65,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--history-window", type=int, default=4, help="--history window: earlier turns kept")
     parser.add_argument(
+        "--max-turn-samples",
+        type=int,
+        help="--history template/window: most turn samples trained per step (each episode keeps an equal share, "
+        "reweighted; default: all, which for long episodes can exceed the memory of one forward pass)",
+    )
+    parser.add_argument(
         "--max-completion-tokens",
         type=int,
         help="token budget of an episode (default 128; per turn sample under --history template/window)",

@@ -50,6 +50,7 @@ def train_policy(
             plan.rollout_config(args.tree),
             zero_variance=args.zero_variance,
             max_extra_episodes=args.max_extra_episodes,
+            max_turn_samples=args.max_turn_samples,
         ),
         advantage=args.advantage,
         gamma=args.gamma,
