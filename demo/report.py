@@ -139,6 +139,7 @@ def write_report(
         "tree": args.tree,
         "zero_variance": args.zero_variance,
         "max_extra_episodes": args.max_extra_episodes,
+        "max_turn_samples": args.max_turn_samples,
         "before": {**before.metrics(), **headline(before)} if before is not None else None,
         "after": {**after.metrics(), **headline(after)},
         "plan": plan.__dict__,

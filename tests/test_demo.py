@@ -73,6 +73,21 @@ def test_demo_trains_with_tree_rollouts_resampled_groups_and_no_first_evaluation
         _load_demo().main([*args, "--tree", "1x2"])  # a tree needs its advantage
 
 
+def test_demo_trains_the_long_horizon_task_on_per_turn_samples_under_a_window(tiny_model_dir, tmp_path):
+    out = tmp_path / "demo"
+    args = ["--smoke", "--model", str(tiny_model_dir), "--out-dir", str(out), "--threads", "2", "--skip-before"]
+    window = ["--task", "rounds", "--history", "window", "--history-window", "1", "--max-turn-samples", "4"]
+    assert _load_demo().main([*args, *window]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["task"], summary["env_kwargs"]["rounds"], summary["max_turn_samples"]) == ("rounds", 4, 4)
+    assert (summary["plan"]["history"], summary["plan"]["history_window"]) == ("window", 1)
+    records = [json.loads(line) for line in (out / "transcripts_after.jsonl").read_text().splitlines()]
+    assert all(len(r["turn_samples"]) == r["num_turns"] > 0 for r in records)  # evaluated under the window too
+    assert all("Round 1 of 4." in r["turn_samples"][0]["prompt_text"] for r in records)
+    assert "first_round" in summary["after"]["metric_means"]
+    assert [h["step"] for h in json.loads((out / "log_history.json").read_text()) if "reward" in h] == [1, 2]
+
+
 def test_demo_reward_flag_picks_the_env_reward_and_defaults_to_the_ratio(capsys):
     demo = _load_demo()
     assert demo.parse_args([]).reward == "ratio" == DEMO_REWARD
