@@ -7,9 +7,9 @@ half: the episode ends there (``token_budget``). Under ``window`` (3 earlier tur
 with a bounded prompt, so every round is played. Both arms train plain GRPO (SmolLM2-135M-Instruct + LoRA, the
 demo's recipe) for the same optimizer steps and are evaluated on the same held-out seeds, each under its own
 history policy and budget (what a user of that setting gets); seed 0 also evaluates the untrained model. The
-``window`` arm trains at most 48 turn samples per step (``--max-turn-samples``: each episode an equal share of
-its turns, reweighted so the loss stays an unbiased estimate): all of a step's ~200 in one forward pass did not
-fit in 24 GiB.
+``window`` arm trains at most 32 turn samples per step (``--max-turn-samples``: each episode an equal share of
+its turns, reweighted so the loss stays an unbiased estimate): all of a step's 150-200 in one forward pass did
+not fit in 24 GiB.
 
 Reported per arm: held-out share of rounds solved (``success``), the first round's success (the part a ``full``
 episode can always play) and the rounds played.
@@ -35,9 +35,10 @@ from demo_runs import ROOT, run_demo, summaries, table
 RUNS = ROOT / "outputs" / "experiments" / "long_horizon"
 RESULT = ROOT / "experiments" / "out" / "long_horizon.json"  # _steps<N> is added to the name
 TASK = ["--task", "rounds", "--advantage", "episode"]
-# window: at most 48 of a step's ~200 turn samples trained (each episode an equal share, reweighted: an unbiased
-# estimate of the whole step's loss); all of them in one forward pass took more than the machine's 24 GiB
-WINDOW = ["--history", "window", "--history-window", "3", "--max-turn-samples", "48"]
+# window: at most 32 of a step's 150-200 turn samples trained (each episode an equal share, reweighted: an unbiased
+# estimate of the whole step's loss); all of them in one forward pass took more than the machine's 24 GiB, and 48
+# were killed for memory at the eighth step while a test ran beside it
+WINDOW = ["--history", "window", "--history-window", "3", "--max-turn-samples", "32"]
 ARMS = [("full", ["--history", "full"]), ("window 3", WINDOW)]
 FIGURES = {"rounds solved": "success", "first round solved": "first_round", "rounds played": "rounds_played"}
 
