@@ -19,10 +19,8 @@ Example:
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from copy import deepcopy
 from typing import TYPE_CHECKING
 
 from trl_env.chat.chunk_encoder import ChunkEncoder
@@ -33,10 +31,9 @@ from trl_env.engine.config import RolloutConfig
 from trl_env.engine.fault_policy import EnvError
 from trl_env.engine.history import TemplateHistory, tools_in_effect
 from trl_env.engine.live_episode import LiveEpisode
-from trl_env.engine.tree import leaf_nodes
+from trl_env.engine.tree import leaf_copies, root_seeds
 from trl_env.envpool.pool import EnvFault, EnvPool, EnvReply, EnvSlot
 from trl_env.episode import Episode, SegmentKind, StopReason, Turn, TurnSample
-from trl_env.errors import ConfigError
 from trl_env.generation.base import cut_at_stop
 
 NO_SPLIT = (
@@ -95,17 +92,7 @@ class EpisodeSteps:
 
     def roots(self, seeds: Sequence[str]) -> list[str]:
         """The seeds of the root episodes: every seed, or with a tree one per block of equal seeds."""
-        size = self.leaves_per_root
-        if size == 1:
-            return list(seeds)
-        blocks = [list(seeds[i : i + size]) for i in range(0, len(seeds), size)]
-        bad = next((block for block in blocks if len(block) != size or len(set(block)) != 1), None)
-        if bad is not None:
-            raise ConfigError(
-                f"a tree rollout ({self.config.tree}) plays each block of {size} consecutive seeds as one root, "
-                f"so there must be a multiple of {size} seeds, equal within each block; got the block {bad}"
-            )
-        return [block[0] for block in blocks]
+        return root_seeds(self.config.tree, seeds)
 
     def outputs(self, count: int) -> list[Episode]:
         """The ended episodes in output order (seed order)."""
@@ -283,26 +270,13 @@ class EpisodeSteps:
         self._place(episode, root, run.path if run else (), run.branch_points if run else [])
 
     def _place(self, episode: Episode, root: int, path: tuple[int, ...], branch_points: list[int]) -> None:
-        """Put an ended episode at its output position; in a tree, name the prefixes it shares.
-
-        An episode that ended before all the tree's forks is copied as it is, once per leaf it would have
-        had: its tokens after its last fork are one node of all those copies (credited once).
-        """
+        """Put an ended episode at its output position; in a tree, once per leaf it stands for (:func:`leaf_copies`)."""
         tree = self.config.tree
         if tree is None:
             self.results[root] = episode
             return
-        left = tree.fanouts[len(path) :]
-        end = len(episode.completion_ids)
-        for number, rest in enumerate(itertools.product(*(range(width) for width in left))):
-            leaf = episode if number == 0 else deepcopy(episode)
-            full = (*path, *rest)
-            leaf.tree_nodes = leaf_nodes(root, full)
-            leaf.tree_branch_points = [*branch_points, *([end] * len(left))]
-            position = 0
-            for width, branch in zip(tree.fanouts, full, strict=True):
-                position = position * width + branch
-            self.results[root * tree.leaves_per_root + position] = leaf
+        for position, leaf in leaf_copies(tree, episode, root, path, branch_points):
+            self.results[position] = leaf
 
     def collect_metrics(self) -> None:
         """Wait for the released envs' ``metrics()`` (they ran in the workers, concurrently) and record them."""

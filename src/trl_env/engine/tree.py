@@ -8,7 +8,9 @@ already over at a branch turn (finished or failed) is copied as it is, without f
 copies share it as one node (:mod:`trl_env.trainer.tree_advantages` credits it once).
 
 Samples describe their place in the tree with ``tree_nodes`` and ``tree_branch_points``;
-:func:`leaf_nodes` names the nodes so that ids are unique within a batch.
+:func:`leaf_nodes` names the nodes so that ids are unique within a batch. :func:`root_seeds` reads a rollout's
+seeds as roots (one per block of ``leaves_per_root`` equal seeds), and :func:`leaf_copies` gives an ended
+episode's leaves their output positions.
 
 Example:
     >>> shape = TreeShape(branch_turns=(1,), branches=4)
@@ -24,12 +26,19 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Iterator, Sequence
+from copy import deepcopy
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from trl_env.errors import ConfigError, ConfigTypeError
 
-__all__ = ["TreeShape", "leaf_nodes"]
+if TYPE_CHECKING:
+    from trl_env.episode import Episode
+
+__all__ = ["TreeShape", "leaf_copies", "leaf_nodes", "root_seeds"]
 
 
 @dataclass(frozen=True)
@@ -128,3 +137,48 @@ def leaf_nodes(root: int, path: tuple[int, ...]) -> list[str]:
         []
     """
     return [".".join(map(str, (root, *path[:depth]))) for depth in range(len(path))]
+
+
+def root_seeds(tree: TreeShape | None, seeds: Sequence[str]) -> list[str]:
+    """The seeds of the root episodes: every seed, or with a tree one per block of equal seeds.
+
+    Raises:
+        ConfigError: with a tree, the seeds are not blocks of ``leaves_per_root`` equal seeds.
+
+    Example:
+        >>> root_seeds(TreeShape((1,), 2), ["a", "a", "b", "b"]), root_seeds(None, ["a", "a"])
+        (['a', 'b'], ['a', 'a'])
+    """
+    size = tree.leaves_per_root if tree else 1
+    if size == 1:
+        return list(seeds)
+    blocks = [list(seeds[i : i + size]) for i in range(0, len(seeds), size)]
+    bad = next((block for block in blocks if len(block) != size or len(set(block)) != 1), None)
+    if bad is not None:
+        raise ConfigError(
+            f"a tree rollout ({tree}) plays each block of {size} consecutive seeds as one root, "
+            f"so there must be a multiple of {size} seeds, equal within each block; got the block {bad}"
+        )
+    return [block[0] for block in blocks]
+
+
+def leaf_copies(
+    tree: TreeShape, episode: Episode, root: int, path: tuple[int, ...], branch_points: list[int]
+) -> Iterator[tuple[int, Episode]]:
+    """Each output position of an ended episode of root ``root`` reached by ``path``, with its leaf there.
+
+    The leaves get their ``tree_nodes`` (the prefixes they share) and ``tree_branch_points``; the first is
+    ``episode`` itself. An episode that ended before all the tree's forks is copied as it is, once per leaf it
+    would have had: its tokens after its last fork are one node of all those copies (credited once).
+    """
+    left = tree.fanouts[len(path) :]
+    end = len(episode.completion_ids)
+    for number, rest in enumerate(itertools.product(*(range(width) for width in left))):
+        leaf = episode if number == 0 else deepcopy(episode)
+        full = (*path, *rest)
+        leaf.tree_nodes = leaf_nodes(root, full)
+        leaf.tree_branch_points = [*branch_points, *([end] * len(left))]
+        position = 0
+        for width, branch in zip(tree.fanouts, full, strict=True):
+            position = position * width + branch
+        yield root * tree.leaves_per_root + position, leaf

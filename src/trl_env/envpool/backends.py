@@ -42,7 +42,8 @@ from collections.abc import Callable
 from multiprocessing.connection import wait
 from typing import Any
 
-from trl_env.envpool.host import EnvHost, child_main, thread_main
+from trl_env.envpool.host import EnvHost
+from trl_env.envpool.host_loops import child_main, thread_main
 from trl_env.envpool.replies import Outcome
 from trl_env.errors import TrlEnvError
 

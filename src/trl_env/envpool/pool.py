@@ -53,39 +53,11 @@ from trl_env.envpool.backends import ProcessBackend, ThreadBackend
 from trl_env.envpool.isolation import Isolation, place_factory
 from trl_env.envpool.ray_cluster import check_ray_resources
 from trl_env.envpool.replies import EnvContractError, EnvFault, EnvReply
-from trl_env.envpool.state import PoolState, SlotRecord
+from trl_env.envpool.slot import EnvSlot
+from trl_env.envpool.state import PoolState
 from trl_env.errors import ConfigError, ConfigTypeError
 
 __all__ = ["EnvContractError", "EnvFault", "EnvPool", "EnvReply", "EnvSlot", "Isolation"]
-
-
-class EnvSlot:
-    """A handle on one episode's env in a pool (returned by :meth:`EnvPool.reset`).
-
-    Attributes:
-        seed: the seed the episode was reset with.
-        index: the slot's number in its pool, counting from 0.
-        forked_from: the index of the slot this one was forked from (:meth:`EnvPool.fork`), or None.
-    """
-
-    def __init__(self, pool: PoolState, record: SlotRecord, forked_from: int | None = None) -> None:
-        self.seed, self.index, self.forked_from = record.seed, record.index, forked_from
-        self._pool, self._record = pool, record  # the pool's bookkeeping, owned by PoolState and its workers
-
-    @property
-    def queued(self) -> bool:
-        """Whether the slot waits for a worker: its calls run once an episode on a busy worker is released."""
-        return self._record.state == "queued"
-
-    @property
-    def node(self) -> str | None:
-        """``isolation="ray"``: the Ray node id of the actor running the slot's env; None while queued, once
-        released or lost, and for the other isolations."""
-        worker = self._record.worker
-        return getattr(worker.backend, "node_id", None) if worker is not None else None
-
-    def __repr__(self) -> str:
-        return f"EnvSlot(index={self.index}, seed={self.seed!r}, {self._record.state})"
 
 
 class EnvPool:

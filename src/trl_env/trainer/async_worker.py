@@ -38,15 +38,13 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from trl_env.chat.template_processor import ChatTemplateProcessor
-from trl_env.chat.turn_end import require_turn_delimited
-from trl_env.checks.additivity import check_additivity
 from trl_env.core import Env, Generator, Processor
 from trl_env.engine.config import RolloutConfig
 from trl_env.engine.rollout import RolloutEngine
 from trl_env.episode import Episode
-from trl_env.errors import ConfigError, TemplateError, TrlEnvError
+from trl_env.errors import ConfigError, TrlEnvError
 from trl_env.trainer.async_samples import episode_reward, episodes_to_samples
+from trl_env.trainer.async_settings import worker_config, worker_processor
 from trl_env.trainer.failures import FailureMonitor
 from trl_env.trainer.metrics import episode_metrics, episode_sums
 
@@ -113,37 +111,18 @@ class EnvRolloutWorker:
         stop_timeout: float = 10.0,
         **settings: Any,
     ) -> None:
-        if num_generations < 1 or groups_per_batch < 1:
-            raise ConfigError(
-                f"num_generations and groups_per_batch must be >= 1, got {num_generations}, {groups_per_batch}"
-            )
-        if max_staleness is not None and max_staleness < 0:
-            raise ConfigError(f"max_staleness must be >= 0 or None, got {max_staleness}")
-        if lora_name is not None and not hasattr(generator, "model"):
-            raise ConfigError(
-                f"lora_name needs a generator with a `model` name to set; {type(generator).__name__} has none"
-            )
-        rollout_config = RolloutConfig.from_kwargs(config, **settings)
-        if rollout_config.tree is not None:  # a tree's leaves are not one group per seed; TRL has no tree advantage
-            raise ConfigError("EnvRolloutWorker plays plain episodes; tree rollouts need TurnLevelGRPOTrainer")
-        if rollout_config.per_turn and rollout_config.max_turn_samples is not None:
-            raise ConfigError(
-                f"EnvRolloutWorker does not apply max_turn_samples={rollout_config.max_turn_samples}: the cap keeps a "
-                "random share of each episode's turns reweighted by turns/kept, which is unbiased only when the "
-                "loss divides by the estimated token count, and AsyncGRPOTrainer divides by the kept tokens of each "
-                "micro-batch (the worker cannot set it), so the reweighting would scale the step up. Bound a step "
-                "with AsyncGRPOConfig's per_device_train_batch_size or token_budget instead, and leave it None"
-            )
-        per_turn = rollout_config.per_turn  # the template renders every prompt: no chunk is joined to another
-        processor = processor if processor is not None else ChatTemplateProcessor(tokenizer, per_turn=per_turn)
-        require_turn_delimited(processor)
-        if not allow_non_additive and not per_turn:
-            report = check_additivity(tokenizer, processor)
-            if not report.ok:
-                raise TemplateError(
-                    "the processor is not additive with this tokenizer; fix it or pass allow_non_additive=True\n"
-                    + report.table(5)
-                )
+        rollout_config = worker_config(
+            config,
+            settings,
+            generator,
+            num_generations=num_generations,
+            groups_per_batch=groups_per_batch,
+            max_staleness=max_staleness,
+            lora_name=lora_name,
+        )
+        processor = worker_processor(
+            processor, tokenizer, per_turn=rollout_config.per_turn, allow_non_additive=allow_non_additive
+        )
         self.env_factory = env_factory
         self.engine = RolloutEngine(generator, processor, tokenizer, rollout_config)
         self.num_generations, self.groups_per_batch = num_generations, groups_per_batch
