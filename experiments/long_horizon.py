@@ -26,11 +26,7 @@ Example:
 
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
-
-from demo_runs import ROOT, run_demo, summaries, table
+from demo_runs import ROOT, comparison_parser, run_demo, run_folder, summaries, table, write_result
 
 RUNS = ROOT / "outputs" / "experiments" / "long_horizon"
 RESULT = ROOT / "experiments" / "out" / "long_horizon.json"  # _steps<N> is added to the name
@@ -43,22 +39,20 @@ ARMS = [("full", ["--history", "full"]), ("window 3", WINDOW)]
 FIGURES = {"rounds solved": "success", "first round solved": "first_round", "rounds played": "rounds_played"}
 
 
-def folder(name: str, seed: int, steps: int) -> Path:
-    return RUNS / f"steps{steps}" / f"{name.replace(' ', '_')}-seed{seed}"
-
-
 def run(seeds: list[int], steps: int, eval_episodes: int, threads: int | None, only: str | None) -> None:
     for seed in seeds:
         for name, flags in ARMS:
             if only is None or name == only:
                 before = [] if seed == 0 else ["--skip-before"]  # the untrained model once: same seeds, same noise
-                run_demo(folder(name, seed, steps), seed, steps, [*TASK, *flags, *before], eval_episodes, threads)
+                run_demo(
+                    run_folder(RUNS, name, seed, steps), seed, steps, [*TASK, *flags, *before], eval_episodes, threads
+                )
 
 
 def report(steps: int) -> dict:
     shown: dict[str, dict] = {}
     for name, _ in ARMS:
-        runs = summaries(RUNS / f"steps{steps}", folder(name, 0, steps).name[:-6])
+        runs = summaries(RUNS, name, steps)
         after = {figure: [s["after"]["metric_means"][key] for s in runs] for figure, key in FIGURES.items()}
         befores = [s["before"]["metric_means"] for s in runs if s.get("before")]
         shown[name] = {
@@ -66,9 +60,7 @@ def report(steps: int) -> dict:
             "before": {figure: befores[0][key] for figure, key in FIGURES.items()} if befores else None,
             "train_minutes": [round(s["train_seconds"] / 60, 1) for s in runs],
         }
-    result = RESULT.with_name(f"{RESULT.stem}_steps{steps}.json")
-    result.parent.mkdir(parents=True, exist_ok=True)
-    result.write_text(json.dumps(shown, indent=1))
+    write_result(RESULT, steps, shown)
     print("| history | seeds | " + " | ".join(f"{f} (before → after, mean ± sd)" for f in FIGURES) + " | minutes |")
     print("|---|---|" + "---|" * len(FIGURES) + "---|")
     for name, row in shown.items():
@@ -84,16 +76,7 @@ def report(steps: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    go = sub.add_parser("run")
-    go.add_argument("--seeds", nargs="+", type=int, default=[0])
-    go.add_argument("--steps", type=int, default=8)
-    go.add_argument("--eval-episodes", type=int, default=64)
-    go.add_argument("--threads", type=int, help="torch threads per run (default: the idle cores)")
-    go.add_argument("--only", help="one arm, e.g. 'window 3'")
-    shown = sub.add_parser("report")
-    shown.add_argument("--steps", type=int, default=8)
+    parser, _ = comparison_parser(__doc__.splitlines()[0], steps=8, only="one arm, e.g. 'window 3'")
     args = parser.parse_args()
     if args.command == "run":
         run(args.seeds, args.steps, args.eval_episodes, args.threads, args.only)

@@ -23,11 +23,7 @@ Example:
 
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
-
-from demo_runs import ROOT, run_demo, summaries, table
+from demo_runs import ROOT, comparison_parser, run_demo, run_folder, summaries, table, write_result
 
 RUNS = ROOT / "outputs" / "experiments" / "pipelining"
 RESULT = ROOT / "experiments" / "out" / "pipelining_learning.json"  # _steps<N> is added to the name
@@ -39,10 +35,6 @@ def variants(no_correction: bool = False) -> list[tuple[str, list[str]]]:
     if no_correction:
         chosen.append(("staleness 1, no IS correction", ["--max-staleness", "1", "--no-is-correction"]))
     return chosen
-
-
-def folder(name: str, seed: int, steps: int) -> Path:
-    return RUNS / f"steps{steps}" / f"{name.replace(' ', '_').replace(',', '')}-seed{seed}"
 
 
 def run(
@@ -57,35 +49,25 @@ def run(
         for name, flags in variants(no_correction):
             if only is None or name == only:
                 flags = ["--skip-before", "--advantage", "episode", *flags]
-                run_demo(folder(name, seed, steps), seed, steps, flags, eval_episodes, threads)
+                run_demo(run_folder(RUNS, name, seed, steps), seed, steps, flags, eval_episodes, threads)
 
 
 def report(steps: int) -> dict:
     rows = {
-        name: [s["after"]["success_rate"] for s in summaries(RUNS / f"steps{steps}", folder(name, 0, steps).name[:-6])]
+        name: [s["after"]["success_rate"] for s in summaries(RUNS, name, steps)]
         for name, _ in variants(no_correction=True)
     }
-    result = RESULT.with_name(f"{RESULT.stem}_steps{steps}.json")
-    result.parent.mkdir(parents=True, exist_ok=True)
     shown = table(rows)
-    result.write_text(json.dumps(shown, indent=1))
+    write_result(RESULT, steps, shown)
     for name, row in shown.items():
         print(f"{name}: held-out success {row['mean']:.3f} over {row['seeds']} seed(s) {row['runs']}")
     return shown
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    go = sub.add_parser("run")
-    go.add_argument("--seeds", nargs="+", type=int, default=[0])
-    go.add_argument("--steps", type=int, default=20)
-    go.add_argument("--eval-episodes", type=int, default=64)
+    only = "one variant, e.g. 'staleness 1' (a second invocation runs the other)"
+    parser, go = comparison_parser(__doc__.splitlines()[0], steps=20, only=only)
     go.add_argument("--no-correction", action="store_true", help="also the ablation without the IS correction")
-    go.add_argument("--threads", type=int, help="torch threads per run (1 lets two runs share 2 cores)")
-    go.add_argument("--only", help="one variant, e.g. 'staleness 1' (a second invocation runs the other)")
-    shown = sub.add_parser("report")
-    shown.add_argument("--steps", type=int, default=20)
     args = parser.parse_args()
     if args.command == "run":
         run(args.seeds, args.steps, args.eval_episodes, args.no_correction, args.threads, args.only)
