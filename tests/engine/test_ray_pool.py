@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -45,11 +46,21 @@ def _gone(pid: int, within: float = 10.0) -> bool:
     return False
 
 
-def test_envs_spread_over_both_nodes_and_a_late_call_kills_only_its_actor(ray_cluster):
+def test_envs_that_hold_a_cpu_each_fill_both_nodes(ray_cluster):
+    # SPREAD is Ray's best effort: actors that hold nothing may all land on one node of a loaded machine. Four
+    # actors of one CPU each on two nodes of two CPUs have one placement only, two on each node.
+    with _pool(ray_cluster, workers=4, ray_resources={"num_cpus": 1}) as pool:
+        slots = [pool.reset("ok") for _ in range(4)]
+        assert all(isinstance(future.result(), EnvReply) for _, future in slots)
+        nodes = [slot.node for slot, _ in slots]
+        assert sorted(nodes) == sorted([ray_cluster.head_id] * 2 + [ray_cluster.worker_id] * 2)
+
+
+def test_a_late_call_kills_only_its_actor(ray_cluster):
     with _pool(ray_cluster, workers=4, timeout=1.0) as pool:
         slots = [pool.reset("ok") for _ in range(4)]
         assert all(isinstance(future.result(), EnvReply) for _, future in slots)
-        assert {slot.node for slot, _ in slots} == {ray_cluster.head_id, ray_cluster.worker_id}
+        assert {slot.node for slot, _ in slots} <= {ray_cluster.head_id, ray_cluster.worker_id}
         hung_pid = pool._state.workers[0].backend.pid
         start = time.perf_counter()
         commands = ["hang", "sleep:0.2", "raise:ValueError", "ok"]
@@ -65,6 +76,23 @@ def test_envs_spread_over_both_nodes_and_a_late_call_kills_only_its_actor(ray_cl
         assert pool.release(slots[1][0]).result() == {"turns": 1.0, "reward": 1.0}
         again, first = pool.reset("after")  # the lost worker gets a fresh actor
         assert first.result() == EnvReply("after done (turn 0)", 0.0, True) and again.node is not None
+
+
+def test_an_actor_stopped_by_sigterm_mid_call_dies_and_is_replaced(ray_cluster):
+    # A node shutting down sends its actors SIGTERM; Ray raises SystemExit inside the env's code, which the host
+    # would catch as the env's own fault and the actor would live on.
+    with _pool(ray_cluster, workers=1) as pool:
+        slot, first = pool.reset("ok")
+        assert isinstance(first.result(), EnvReply)
+        pid = pool._state.workers[0].backend.pid
+        step = pool.step(slot, "sleep:5")
+        time.sleep(1.0)
+        os.kill(pid, signal.SIGTERM)
+        fault = step.result()
+        assert fault.kind == "crash" and fault.message.startswith("Ray actor died during step"), fault
+        assert _gone(pid) and pool.release(slot).result() is None
+        assert pool.reset("next")[1].result() == EnvReply("next done (turn 0)", 0.0, True)
+        assert pool._state.workers[0].backend.pid != pid
 
 
 @pytest.mark.parametrize(("command", "pid_gone"), [("os_exit", True), ("segv", True)])
@@ -125,13 +153,13 @@ def _engine(tokenizer, **config) -> RolloutEngine:
 
 def test_a_node_lost_mid_rollout_fails_its_episodes_and_the_rest_finish(ray_cluster, qwen3_tokenizer):
     doomed = ray_cluster.add_node()
-    for _attempt in range(3):  # SPREAD is best effort: a node that just joined may not be in the scheduler's view
+    for _attempt in range(5):  # SPREAD is best effort: a node that just joined may not be in the scheduler's view
         engine = _engine(qwen3_tokenizer, max_turns=1, env_workers=8, env_timeout=30.0)
         assert not any(e.failed for e in engine.run(Hostile, ["ok"] * 8))  # warm: 8 actors, spread over 3 nodes
         if doomed.node_id in engine._pool.nodes:
             break
         engine.close()
-        time.sleep(1.0)
+        time.sleep(2.0)
     try:
         assert doomed.node_id in engine._pool.nodes, engine._pool.nodes  # the precondition: some on the new node
         episodes: list = []

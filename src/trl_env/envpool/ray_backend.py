@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import time
 from typing import Any
 
@@ -49,6 +50,8 @@ class EnvActor:
     """
 
     def __init__(self, factory_bytes: bytes, reuse: bool) -> None:
+        self.stopped = False
+        _note_sigterm(self)
         try:
             self.host = EnvHost(pickle.loads(factory_bytes), reuse=reuse, pickled_forks=True)
         except BaseException as error:
@@ -63,7 +66,33 @@ class EnvActor:
 
     def handle(self, op: str, arg: Any) -> Outcome:
         """Run one pool call (see :meth:`~trl_env.envpool.host.EnvHost.handle`)."""
-        return self.host.handle(op, arg)
+        outcome = self.host.handle(op, arg)
+        if self.stopped:  # the env's code caught Ray's SystemExit (as the host does): the process stops anyway
+            raise SystemExit(1)
+        return outcome
+
+
+def _note_sigterm(actor: EnvActor) -> None:
+    """Mark ``actor`` stopped when its process gets SIGTERM, then let Ray's own handler run.
+
+    Ray turns a SIGTERM (the actor's node shutting down) into ``SystemExit`` raised in whatever the actor runs,
+    the env's code here, where the host catches it as the env's own fault and the actor would live on. With the
+    mark the call ends the actor instead: the pool sees it die (a ``"crash"``, as when the node is lost outright)
+    and the next episode gets a fresh one.
+    """
+    try:
+        previous = signal.getsignal(signal.SIGTERM)
+
+        def stop(signum: int, frame: Any) -> None:
+            actor.stopped = True
+            if callable(previous):
+                previous(signum, frame)
+            elif previous != signal.SIG_IGN:
+                raise SystemExit(1)
+
+        signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread (a threaded actor): Ray's handler stays as it is
+        pass
 
 
 def _actor_class(ray: Any) -> Any:
