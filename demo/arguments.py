@@ -75,6 +75,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         help="token budget of an episode (default 128; per turn sample under --history template/window)",
     )
+    parser.add_argument("--generations", type=int, help="episodes per secret, the GRPO group (default 8; smoke 2)")
+    parser.add_argument("--prompts-per-step", type=int, help="secrets (groups) per optimizer step (default 2)")
+    parser.add_argument("--beta", type=float, help="KL penalty to the untrained model (default 0)")
+    parser.add_argument(
+        "--temperature", type=float, help="training's sampling temperature (default 1; evaluation samples at 1)"
+    )
+    parser.add_argument("--loss-type", help="TRL's GRPO loss_type, e.g. grpo, dr_grpo, bnpo (default TRL's, dapo)")
+    parser.add_argument(
+        "--epsilon-high", type=float, help="upper clip of the ratio, 'clip-higher' (default TRL's: epsilon, 0.2)"
+    )
     parser.add_argument("--gamma", type=float, default=1.0, help="discount of later turns (turn and anchor modes)")
     parser.add_argument("--max-steps", type=int, help="stop after N optimizer steps (default: --minutes decides)")
     parser.add_argument(
@@ -125,6 +135,11 @@ def plan_from_args(args: argparse.Namespace) -> DemoPlan:
     plan = DemoPlan.smoke() if args.smoke else DemoPlan.full(args.minutes)
     plan.eval_episodes = args.eval_episodes or plan.eval_episodes
     plan.lr = args.lr or plan.lr
+    plan.num_generations = args.generations or plan.num_generations
+    plan.prompts_per_step = args.prompts_per_step or plan.prompts_per_step
+    plan.beta = plan.beta if args.beta is None else args.beta
+    plan.temperature = args.temperature or plan.temperature
+    plan.loss_type, plan.epsilon_high = args.loss_type, args.epsilon_high
     plan.history, plan.history_window = args.history, args.history_window
     plan.max_completion_tokens = args.max_completion_tokens or plan.max_completion_tokens
     if not args.smoke:

@@ -41,6 +41,10 @@ class DemoPlan:
     history: str = "full"  # what each model turn sees of earlier turns (RolloutConfig.history, docs/history.md)
     history_window: int = 4  # history "window": the earlier turns each prompt keeps
     lr: float = 5e-4
+    beta: float = 0.0  # KL penalty to the model before training (0: no reference model to run)
+    temperature: float = 1.0  # training's sampling temperature; evaluation samples at 1
+    loss_type: str | None = None  # TRL's GRPO loss (None: TRL's default, "dapo")
+    epsilon_high: float | None = None  # the upper clip ("clip-higher"; None: TRL's default, the lower clip 0.2)
     lora_r: int = 16
     eval_batch_size: int = 32
 

@@ -20,6 +20,19 @@ if TYPE_CHECKING:  # matplotlib and trl_env's viewer are imported when used: the
     from trl_env.evaluation import EvalSummary
 
 
+# the trainer's GRPO settings written to summary.json: the recipe a comparison varies, read back from the trainer
+GRPO_RECORDED = (
+    "loss_type",
+    "epsilon",
+    "epsilon_high",
+    "beta",
+    "temperature",
+    "num_generations",
+    "per_device_train_batch_size",
+    "learning_rate",
+)
+
+
 def plot_reward_curve(
     history: list[dict[str, Any]], before: EvalSummary | None, after: EvalSummary, path: Path
 ) -> Path:
@@ -143,6 +156,7 @@ def write_report(
         "before": {**before.metrics(), **headline(before)} if before is not None else None,
         "after": {**after.metrics(), **headline(after)},
         "plan": plan.__dict__,
+        "grpo": {key: getattr(trainer.args, key) for key in GRPO_RECORDED},  # as the trainer ran, defaults included
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1))

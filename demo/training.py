@@ -39,6 +39,8 @@ def train_policy(
     settings = TrainSettings(
         steps=args.max_steps or plan.max_steps,
         lr=plan.lr,
+        beta=plan.beta,
+        temperature=plan.temperature,
         num_generations=plan.num_generations,
         prompts_per_step=plan.prompts_per_step,
         lora_r=plan.lora_r,
@@ -55,7 +57,8 @@ def train_policy(
         advantage=args.advantage,
         gamma=args.gamma,
         max_staleness=args.max_staleness,
-        extra_args={"vllm_importance_sampling_correction": False} if args.no_is_correction else {},
+        extra_args=recipe_args(plan)
+        | ({"vllm_importance_sampling_correction": False} if args.no_is_correction else {}),
     )
     trainer = build_trainer(
         env_factory,
@@ -67,6 +70,9 @@ def train_policy(
     )
     method = args.advantage + (f", tree {args.tree}" if args.tree else "")
     method += f", zero-variance groups: {args.zero_variance}" if args.zero_variance != "keep" else ""
+    method += "".join(f", {key} {value}" for key, value in recipe_args(plan).items())
+    method += f", beta {plan.beta:g}" if plan.beta else ""
+    method += f", temperature {plan.temperature:g}" if plan.temperature != 1.0 else ""
     print(
         f"\n== training with GRPO ({method} advantages) for at most {plan.minutes:g} minutes "
         f"({settings.batch_size} episodes per step)"
@@ -78,3 +84,15 @@ def train_policy(
         if "reward" in entry:
             print(f"step {entry['step']:>3}  reward {entry['reward']:.3f}")
     return trainer, train_seconds
+
+
+def recipe_args(plan: DemoPlan) -> dict[str, Any]:
+    """The GRPO settings the plan changes from TRL's defaults (``loss_type``, ``epsilon_high``), as ``GRPOConfig``
+    keywords.
+
+    Example:
+        >>> recipe_args(DemoPlan.full(10)), recipe_args(DemoPlan(10, 1, 1, 8, 2, loss_type="grpo"))
+        ({}, {'loss_type': 'grpo'})
+    """
+    found = {"loss_type": plan.loss_type, "epsilon_high": plan.epsilon_high}
+    return {key: value for key, value in found.items() if value is not None}

@@ -9,7 +9,8 @@ whose ``summary.json`` exists is not run again, so an interrupted comparison res
 
 Methods: ``episode`` (plain GRPO), ``turn`` (group-normalised return from each turn on), ``anchor``
 (GiGPO-style step groups) and ``tree`` (tree rollouts forking after turns 1 and 2 into 2 branches each,
-so 2 roots per group of 8, with ``advantage="tree"``).
+so 2 roots per group of 8, with ``advantage="tree"``). The recipe screen's arms (``RECIPES``) are plain GRPO
+with one GRPO setting or one task option changed.
 
 Usage (from the repository root)::
 
@@ -17,6 +18,7 @@ Usage (from the repository root)::
     python experiments/credit_assignment.py run --methods episode tree --seeds 0 1 2          # 3 seeds
     python experiments/credit_assignment.py report    # table, JSON and plot from every finished run
     python experiments/credit_assignment.py run --task doors --methods episode tree --seeds 0 1 2
+    python experiments/credit_assignment.py run --methods episode clip_higher grpo_loss --seeds 0   # recipe screen
 
 Example:
     >>> METHODS["tree"]
@@ -58,6 +60,19 @@ METHODS: dict[str, list[str]] = {
     "anchor": ["--advantage", "anchor"],
     "tree": ["--advantage", "tree", "--tree", "1,2x2"],  # 4 leaves per root
 }
+# the recipe screen: plain GRPO with one setting changed from the demo's (TRL's defaults: loss "dapo", the ratio
+# clipped to 1 ± 0.2, no KL penalty, temperature 1; the demo's 2 secrets x 8 episodes per step), or one of the
+# task-side options (the per-turn information reward, groups with equal rewards left out of the loss)
+RECIPES: dict[str, list[str]] = {
+    "grpo_loss": ["--advantage", "episode", "--loss-type", "grpo"],
+    "clip_higher": ["--advantage", "episode", "--epsilon-high", "0.28"],
+    "kl_0.04": ["--advantage", "episode", "--beta", "0.04"],
+    "temperature_0.7": ["--advantage", "episode", "--temperature", "0.7"],
+    "groups_4x4": ["--advantage", "episode", "--prompts-per-step", "4", "--generations", "4"],
+    "info_gain": ["--advantage", "episode", "--reward", "info_gain"],
+    "filter": ["--advantage", "episode", "--zero-variance", "filter"],
+}
+METHODS.update(RECIPES)
 
 
 def run(

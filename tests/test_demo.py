@@ -88,6 +88,26 @@ def test_demo_trains_the_long_horizon_task_on_per_turn_samples_under_a_window(ti
     assert [h["step"] for h in json.loads((out / "log_history.json").read_text()) if "reward" in h] == [1, 2]
 
 
+def test_demo_recipe_flags_reach_the_trainer(tiny_model_dir, tmp_path):
+    out = tmp_path / "demo"
+    args = ["--smoke", "--model", str(tiny_model_dir), "--out-dir", str(out), "--threads", "2", "--skip-before"]
+    recipe = ["--loss-type", "grpo", "--epsilon-high", "0.28", "--beta", "0.04", "--temperature", "0.7"]
+    assert _load_demo().main([*args, *recipe, "--generations", "4", "--prompts-per-step", "1"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["grpo"] == {
+        "loss_type": "grpo",
+        "epsilon": 0.2,
+        "epsilon_high": 0.28,
+        "beta": 0.04,
+        "temperature": 0.7,
+        "num_generations": 4,
+        "per_device_train_batch_size": 4,  # 1 secret x 4 episodes
+        "learning_rate": 5e-4,
+    }
+    log = json.loads((out / "log_history.json").read_text())
+    assert any("kl" in entry for entry in log)  # beta > 0: TRL logs the KL to the reference
+
+
 def test_demo_reward_flag_picks_the_env_reward_and_defaults_to_the_ratio(capsys):
     demo = _load_demo()
     assert demo.parse_args([]).reward == "ratio" == DEMO_REWARD
