@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from trl_env.chat.tool_calls import parse_tool_calls
 from trl_env.core import ToolResult
 
@@ -33,6 +35,23 @@ class Talk:
         self.reward += (len(action) % 3) / 2
         self.alive = self.turn < self.turns
         return self, f"Turn {self.turn} seen: {action[:20]!r}. Next."
+
+
+class TalkApart(Talk):
+    """``Talk`` whose group can never score alike: every other reset (one counter for the process) adds 10 to the
+    first turn's reward, more than ``Talk`` can pay in all, so any 2 consecutive episodes' rewards differ and a GRPO
+    step has advantages to train on, whatever a random model samples."""
+
+    resets = itertools.count()
+
+    def reset(self, seed: str):
+        self.bonus = 10.0 * (next(TalkApart.resets) % 2)
+        return super().reset(seed)
+
+    def step(self, action: str):
+        env, text = super().step(action)
+        self.reward += self.bonus if self.turn == 1 else 0.0
+        return env, text
 
 
 class LongCorridor(Talk):

@@ -10,7 +10,7 @@ import torch
 from datasets import Dataset
 from trl import GRPOConfig
 
-from tests.history.envs import LongCorridor, Talk
+from tests.history.envs import LongCorridor, Talk, TalkApart
 from tests.history.training import fake_trainer, loss_rows, train_one_step
 from trl_env import env_reward, make_rollout_func, rollout
 from trl_env.chat.template_processor import ChatTemplateProcessor
@@ -28,8 +28,12 @@ def test_a_real_grpo_step_trains_every_turn_sample_with_its_turns_advantage(
 ):
     model = copy.deepcopy(tiny_qwen3)
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    rollout_func = make_rollout_func(Talk, history="template", max_turns=3, max_turn_tokens=5, env_isolation="thread")
+    # TalkApart: a group of random episodes that all scored alike would train nothing, and the last assert would fail
+    rollout_func = make_rollout_func(
+        TalkApart, history="template", max_turns=3, max_turn_tokens=5, env_isolation="thread"
+    )
     batch, seen, trainer = train_one_step(model, qwen3_tokenizer, rollout_func, tmp_path, advantage_mode=mode)
+    assert len(set(batch["env_reward"])) > 1
     samples = [sample for rows in batch["turn_samples"] for sample in rows]
     assert len(samples) == sum(batch["num_turns"]) == seen["prompt_ids"].shape[0]  # one row per model turn
     credits = [
