@@ -71,6 +71,8 @@ RECIPES: dict[str, list[str]] = {
     "groups_4x4": ["--advantage", "episode", "--prompts-per-step", "4", "--generations", "4"],
     "info_gain": ["--advantage", "episode", "--reward", "info_gain"],
     "filter": ["--advantage", "episode", "--zero-variance", "filter"],
+    # guards against drift (a seed that collapsed under the demo's 5e-4): half the learning rate
+    "lr_2.5e-4": ["--advantage", "episode", "--lr", "2.5e-4"],
 }
 METHODS.update(RECIPES)
 
@@ -234,11 +236,39 @@ def plot(runs: dict[str, list[dict[str, Any]]], path: Path, title: str) -> Path:
     return path
 
 
-def report(task: str, folder: Path = RUNS, result: str | Path = RESULT, plot_path: str | Path = PLOT) -> None:
-    """Print the table of ``task``'s runs, write the JSON and the plot (``{task}`` in a path is the task)."""
+def with_earlier(runs: dict[str, list[dict[str, Any]]], earlier: Path) -> dict[str, list[dict[str, Any]]]:
+    """``runs`` plus the rows of an earlier result JSON whose (method, seed) has no run folder now.
+
+    Example:
+        >>> import json, tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "old.json"
+        >>> _ = path.write_text(json.dumps({"turn": [{"seed": 0, "x": 1}, {"seed": 3, "x": 2}]}))
+        >>> with_earlier({"turn": [{"seed": 3, "x": 9}]}, path)
+        {'turn': [{'seed': 3, 'x': 9}, {'seed': 0, 'x': 1}]}
+    """
+    merged = {method: list(rows) for method, rows in runs.items()}
+    for method, rows in json.loads(earlier.read_text()).items():
+        have = {row["seed"] for row in merged.get(method, [])}
+        merged.setdefault(method, []).extend(row for row in rows if row["seed"] not in have)
+    return merged
+
+
+def report(
+    task: str,
+    folder: Path = RUNS,
+    result: str | Path = RESULT,
+    plot_path: str | Path = PLOT,
+    earlier: str | Path | None = None,
+) -> None:
+    """Print the table of ``task``'s runs, write the JSON and the plot (``{task}`` in a path is the task).
+
+    ``earlier``: a result JSON written before, whose rows are kept for runs whose folders are gone.
+    """
     folder, result = folder / task, Path(str(result).format(task=task))
     plot_path = Path(str(plot_path).format(task=task))
-    runs = collect(folder)
+    runs = collect(folder) if folder.exists() else {}
+    if earlier is not None:
+        runs = with_earlier(runs, Path(str(earlier).format(task=task)))
     if not runs:
         raise SystemExit(f"no finished runs under {folder}: run `python experiments/credit_assignment.py run` first")
     print(table(runs))
@@ -263,10 +293,11 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_argument("--runs", type=Path, default=RUNS, help=f"the runs' folder (default {RUNS})")
         sub.add_argument("--result", default=str(RESULT), help=f"the JSON written (default {RESULT})")
         sub.add_argument("--plot", default=str(PLOT), help=f"the plot written (default {PLOT})")
+        sub.add_argument("--earlier", help="an earlier result JSON: its rows stay for runs whose folders are gone")
     args = parser.parse_args(argv)
     if args.command == "run":
         run(args.task, args.methods, args.seeds, args.minutes, args.threads, args.runs, args.demo_args.split())
-    report(args.task, args.runs, args.result, args.plot)
+    report(args.task, args.runs, args.result, args.plot, args.earlier)
     return 0
 
 
