@@ -156,6 +156,7 @@ def collect(folder: Path = RUNS) -> dict[str, list[dict[str, Any]]]:
                 "heldout_success": summary["after"]["success_rate"],
                 "heldout_reward": summary["after"]["mean_reward"],
                 "heldout_turns": summary["after"]["mean_turns"],
+                "heldout_metrics": summary["after"].get("metric_means", {}),  # vault doors: right_door
                 "steps": summary["steps"],
                 "train_minutes": summary["train_seconds"] / 60,
                 "curve_minutes": minutes,
@@ -175,18 +176,22 @@ def _or_dash(value: float | None, form: str) -> str:
 def table(runs: dict[str, list[dict[str, Any]]]) -> str:
     """Markdown table: held-out success after the same training minutes (mean, spread, per seed), steps in the
     budget, and per seed the step and minute at which training success first reached ``REACH`` (- if never)."""
+    doors = any("right_door" in r.get("heldout_metrics", {}) for rows in runs.values() for r in rows)
     lines = [
-        f"| method | seeds | held-out success, mean ± sd | per seed | steps | mean turns | "
-        f"steps to {REACH:.0%} | minutes to {REACH:.0%} |",
-        "|---|---|---|---|---|---|---|---|",
+        f"| method | seeds | held-out success, mean ± sd | per seed | {'right door, per seed | ' * doors}steps | "
+        f"mean turns | steps to {REACH:.0%} | minutes to {REACH:.0%} |",
+        "|---|---|---|---|---|---|---|---|" + "---|" * doors,
     ]
     for method in sorted(runs, key=lambda m: -statistics.fmean(r["heldout_success"] for r in runs[m])):
         rows = sorted(runs[method], key=lambda r: r["seed"])
         values = [r["heldout_success"] for r in rows]
         spread = f" ± {statistics.stdev(values):.3f}" if len(values) > 1 else ""
+        right = [r.get("heldout_metrics", {}).get("right_door") for r in rows]
         lines.append(
             f"| {method} | {len(rows)} | {statistics.fmean(values):.3f}{spread} | "
-            f"{', '.join(f'{v:.3f}' for v in values)} | {', '.join(str(r['steps']) for r in rows)} | "
+            f"{', '.join(f'{v:.3f}' for v in values)} | "
+            f"{(', '.join(_or_dash(v, '{:.3f}') for v in right) + ' | ') * doors}"
+            f"{', '.join(str(r['steps']) for r in rows)} | "
             f"{statistics.fmean(r['heldout_turns'] for r in rows):.2f} | "
             f"{', '.join(_or_dash(r['reach_step'], '{}') for r in rows)} | "
             f"{', '.join(_or_dash(r['reach_minutes'], '{:.1f}') for r in rows)} |"

@@ -28,14 +28,22 @@ def test_two_methods_run_resume_and_report(tiny_model_dir, tmp_path, capsys):
         )
         assert "doors" in json.dumps(first_prompt)
         assert row["heldout_success"] == summary["after"]["success_rate"] and row["steps"] == 2
+        assert row["heldout_metrics"]["right_door"] == summary["after"]["metric_means"]["right_door"]
         assert len(row["curve_minutes"]) == 2 and row["curve_minutes"][0] < row["curve_minutes"][1]
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
     table = capsys.readouterr().out
-    assert "| episode | 1 |" in table and "| anchor | 1 |" in table
+    assert "| episode | 1 |" in table and "| anchor | 1 |" in table and "right door, per seed" in table
     # finished runs are not run again: a second call only reports
     stamp = (tmp_path / "runs" / "doors" / "anchor-seed0" / "summary.json").stat().st_mtime_ns
     assert experiment.main(["run", "--methods", "anchor", "--seeds", "0", "--demo-args", demo, *paths]) == 0
     assert (tmp_path / "runs" / "doors" / "anchor-seed0" / "summary.json").stat().st_mtime_ns == stamp
+    # an earlier result's rows stay for runs whose folders are gone; a run folder wins over its earlier row
+    earlier = {"turn": [dict(results["anchor"][0], seed=7)], "anchor": [dict(results["anchor"][0], steps=99)]}
+    (tmp_path / "earlier.json").write_text(json.dumps(earlier))
+    assert experiment.main(["report", *paths, "--earlier", str(tmp_path / "earlier.json")]) == 0
+    merged = json.loads((tmp_path / "r.json").read_text())
+    assert sorted(merged) == ["anchor", "episode", "turn"] and merged["turn"][0]["seed"] == 7
+    assert [row["steps"] for row in merged["anchor"]] == [2]
 
 
 def test_the_docstring_examples_run():
