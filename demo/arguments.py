@@ -77,7 +77,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--generations", type=int, help="episodes per secret, the GRPO group (default 8; smoke 2)")
     parser.add_argument("--prompts-per-step", type=int, help="secrets (groups) per optimizer step (default 2)")
-    parser.add_argument("--beta", type=float, help="KL penalty to the untrained model (default 0)")
+    parser.add_argument("--beta", type=float, help="KL penalty to the untrained model (default 0.04; 0 in --smoke)")
     parser.add_argument(
         "--temperature", type=float, help="training's sampling temperature (default 1; evaluation samples at 1)"
     )

@@ -75,6 +75,9 @@ RECIPES: dict[str, list[str]] = {
     "lr_2.5e-4": ["--advantage", "episode", "--lr", "2.5e-4"],
 }
 METHODS.update(RECIPES)
+# what every run here measured, whatever the demo's default becomes: no KL penalty unless an arm sets one (an
+# arm's own flags come later on the command line, so they win)
+MEASURED_RECIPE = ["--beta", "0"]
 
 
 def run(
@@ -95,7 +98,7 @@ def run(
     for index, (method, seed) in enumerate(pending, 1):
         out = runs / f"{method}-seed{seed}"
         command = [sys.executable, str(ROOT / "demo" / "run_demo.py"), "--task", task, "--skip-before"]
-        command += ["--seed", str(seed)]
+        command += ["--seed", str(seed), *MEASURED_RECIPE]
         command += ["--minutes", str(minutes), "--threads", str(threads), "--out-dir", str(out), *METHODS[method]]
         command += list(demo_args)
         print(f"[{index}/{len(pending)}] {method} seed {seed}: {' '.join(command[1:])}", flush=True)

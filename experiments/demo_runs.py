@@ -42,6 +42,7 @@ def run_demo(out: Path, seed: int, steps: int, flags: list[str], eval_episodes: 
         *("--seed", str(seed), "--max-steps", str(steps), "--minutes", "600"),
         *("--eval-episodes", str(eval_episodes), "--out-dir", str(out)),
         *(["--threads", str(threads)] if threads else []),
+        *("--beta", "0"),  # the recipe these comparisons measured, whatever the demo's default; an arm's flags win
         *flags,
     ]
     print(" ".join(command), flush=True)
