@@ -12,8 +12,8 @@ The recipe: ``examples.guess_number:GuessNumberEnv`` over 1..16, at most 5 turns
 it is part of the environment's chunk, never trained on); shaped reward (1 if solved, +0.1 x
 valid and +0.2 x consistent fraction of guesses; ``--reward info_gain``: the additive per-turn
 information gain of :mod:`examples.guess_number.rewards` instead); LoRA r=16, alpha 32 on all linear layers,
-lr 5e-4, beta 0.04 (a KL penalty to the untrained model), 2 secrets x 8 episodes per step. For speed on CPU, sampling re-uses keys and
-values (the prompt shared by all episodes, and each episode's earlier turns:
+lr 5e-4, beta 0.04 (a KL penalty to the untrained model), 2 secrets x 8 episodes per step. For speed
+on CPU, sampling re-uses keys and values (the prompt shared by all episodes, and each episode's earlier turns:
 :class:`~trl_env.generation.kv_cache.EpisodeCacheGenerator`) and, on CPUs with AVX512-BF16/AMX,
 runs under bfloat16 autocast (``--fp32`` turns it off).
 
