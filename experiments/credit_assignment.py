@@ -19,10 +19,14 @@ Usage (from the repository root)::
     python experiments/credit_assignment.py report    # table, JSON and plot from every finished run
     python experiments/credit_assignment.py run --task doors --methods episode tree --seeds 0 1 2
     python experiments/credit_assignment.py run --methods episode grpo_loss kl_0.04 --seeds 0   # recipe screen
+    python experiments/credit_assignment.py run --task doors --methods turn_kl_0.04 --seeds 0 1 2 3 4 \
+        --earlier experiments/out/credit_assignment_doors.json                      # with the demo's guard
 
 Example:
     >>> METHODS["tree"]
     ['--advantage', 'tree', '--tree', '1,2x2']
+    >>> METHODS["turn_kl_0.04"]
+    ['--advantage', 'turn', '--beta', '0.04']
     >>> smooth([0.0, 1.0, 0.5, 0.5], window=2)
     [0.0, 0.5, 0.75, 0.5]
     >>> first_reach([0.0, 1.0, 0.5, 0.5], [1.0, 2.0, 3.0, 4.0], level=0.7, window=2)   # step 3, at 3 minutes
@@ -41,6 +45,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from demo_runs import MEASURED_RECIPE
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "outputs" / "experiments" / "credit_assignment"  # one folder per task
@@ -75,9 +81,8 @@ RECIPES: dict[str, list[str]] = {
     "lr_2.5e-4": ["--advantage", "episode", "--lr", "2.5e-4"],
 }
 METHODS.update(RECIPES)
-# what every run here measured, whatever the demo's default becomes: no KL penalty unless an arm sets one (an
-# arm's own flags come later on the command line, so they win)
-MEASURED_RECIPE = ["--beta", "0"]
+# the credit methods with the guard that held guess-the-number's seeds together (the demo's KL penalty)
+METHODS.update({f"{method}_kl_0.04": [*METHODS[method], "--beta", "0.04"] for method in ("turn", "tree")})
 
 
 def run(

@@ -21,6 +21,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# what the comparisons measured, whatever the demo's default becomes: no KL penalty unless an arm sets one (an
+# arm's own flags come later on the command line, so they win)
+MEASURED_RECIPE = ["--beta", "0"]
 
 
 def run_demo(out: Path, seed: int, steps: int, flags: list[str], eval_episodes: int, threads: int | None) -> None:
@@ -42,7 +45,7 @@ def run_demo(out: Path, seed: int, steps: int, flags: list[str], eval_episodes: 
         *("--seed", str(seed), "--max-steps", str(steps), "--minutes", "600"),
         *("--eval-episodes", str(eval_episodes), "--out-dir", str(out)),
         *(["--threads", str(threads)] if threads else []),
-        *("--beta", "0"),  # the recipe these comparisons measured, whatever the demo's default; an arm's flags win
+        *MEASURED_RECIPE,
         *flags,
     ]
     print(" ".join(command), flush=True)
