@@ -13,8 +13,9 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 import pytest
@@ -340,6 +341,23 @@ def test_close_cancels_pending_calls_and_is_idempotent():
     assert pool.release(slot).result() is None
     with pytest.raises(RuntimeError, match="closed"):
         pool.reset("again")
+
+
+def test_close_wakes_a_thread_waiting_on_pending_calls():
+    """The engine waits with concurrent.futures.wait; a cancel that only set the state would leave it there forever
+    (an interrupted pipelined run then hung at exit)."""
+    pool = EnvPool(Hostile, isolation="thread", workers=1, timeout=None)
+    _, hung = pool.reset("hang")
+    _, queued = pool.reset("ok")
+    finished: dict = {}
+    waiter = threading.Thread(target=lambda: finished.update(done=wait([hung, queued])[0]), daemon=True)
+    waiter.start()
+    time.sleep(0.1)
+    assert waiter.is_alive()
+    pool.close()
+    waiter.join(timeout=2)
+    assert not waiter.is_alive(), "close() left a concurrent.futures.wait() waiting"
+    assert finished["done"] == {hung, queued} and hung.cancelled()
 
 
 def _python(script: str, **popen) -> subprocess.Popen:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _thread
 import copy
 import os
 import signal
@@ -105,6 +106,30 @@ def test_close_does_not_wait_for_a_rollout_that_never_ends():
     pipeline.close()
     assert time.perf_counter() - start < 2.0
     release.set()
+
+
+def test_ctrl_c_inside_take_aborts_the_batch_in_flight_and_ends_the_thread():
+    """A Ctrl-C while the trainer waits: the pipeline closes, ``abort`` cuts the batch short, the thread ends (a
+    daemon left inside a batch while the interpreter finalizes could deadlock the exit)."""
+    release, aborted = threading.Event(), []
+    pipeline = RolloutPipeline(
+        lambda seeds: release.wait(60) and list(seeds),
+        iter([["a"], ["b"], ["c"]]),
+        max_staleness=1,
+        abort=lambda: aborted.append(True) or release.set(),
+    )
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)  # whatever an earlier test installed
+    try:
+        threading.Timer(0.3, _thread.interrupt_main).start()  # what SIGINT does to the main thread
+        with pytest.raises(KeyboardInterrupt):
+            pipeline.take(["a"], 0)
+    finally:
+        signal.signal(signal.SIGINT, handler)
+    assert pipeline.closed and aborted == [True]
+    pipeline._thread.join(timeout=10)  # close() waited 1 s; a loaded machine may need longer
+    assert not pipeline._thread.is_alive()
+    pipeline.close()  # idempotent: abort is not called twice
+    assert aborted == [True]
 
 
 # -- with a real GRPOTrainer ------------------------------------------------------------------------------------

@@ -167,7 +167,7 @@ class PoolState:
                     slot.backlog.append(task)
                 return task.future
         for task in dropped:  # outside the lock: cancelling runs callbacks (a fork's copy -> _adopt) that take it
-            task.future.cancel()
+            _cancel(task.future)
         return _done(None)
 
     def _new_slot(self, seed: str) -> SlotRecord:
@@ -246,7 +246,7 @@ class PoolState:
                 worker.tasks.put(None)  # its driver stops
         _LIVE.discard(self)
         for future in futures:
-            future.cancel()
+            _cancel(future)
         for backend in backends:  # busy ones die now, idle ones get CLOSE_GRACE_S to close() their env
             backend.begin_shutdown() if backend in idle else backend.kill(reap=False)
         deadline = time.monotonic() + CLOSE_GRACE_S
@@ -256,6 +256,14 @@ class PoolState:
             backend.kill(reap=False)
         for backend in backends:
             backend.reap()
+
+
+def _cancel(future: Future) -> None:
+    """Cancel ``future`` and wake whoever waits for it in ``concurrent.futures.wait``/``as_completed``:
+    ``Future.cancel()`` alone wakes only ``result()`` callers; those waiters learn of it from
+    ``set_running_or_notify_cancel()``, which an executor would call (without it they wait forever)."""
+    if future.cancel():
+        future.set_running_or_notify_cancel()
 
 
 def _done(result: Any) -> Future:

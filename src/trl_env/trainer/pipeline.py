@@ -21,6 +21,10 @@ rollout engine. Where each part lives:
 * **Errors** in the background are raised by the next :meth:`~RolloutPipeline.take` with the background
   traceback; the thread is a daemon and :meth:`~RolloutPipeline.close` ends it, so Ctrl-C and the end of
   training never wait on it.
+* **Stopping**: :meth:`~RolloutPipeline.close` (the end of training, a Ctrl-C inside ``take``, or interpreter
+  exit) stops the background from starting another batch and calls ``abort`` (the trainer's: close the engine's
+  env pool, so the batch in flight ends at its next env call). At exit the thread is then joined, bounded:
+  a daemon thread left inside a torch kernel while the interpreter finalizes can deadlock the exit.
 
 Example:
     >>> played = []
@@ -37,9 +41,11 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
 import traceback
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -49,6 +55,7 @@ from trl_env.errors import TrlEnvError
 from trl_env.trainer.policy_snapshot import PolicySnapshot
 
 RESYNC_WINDOW = 256  # generation batches the twin may skip to find the prompts TRL passed
+EXIT_JOIN_S = 20.0  # at interpreter exit, how long a live pipeline's background may take to leave its batch
 
 
 class RolloutPipelineError(TrlEnvError, RuntimeError):
@@ -117,6 +124,8 @@ class RolloutPipeline:
         version: the policy version now (the trainer's ``global_step``), when there is no snapshot.
         sampler_version: the version of the weights the generator holds, when the generator syncs them itself
             (the trainer's vLLM, synced by TRL when it asks for a batch); batches wait for it and are tagged with it.
+        abort: called (once, from any thread) by :meth:`close` to cut the batch in flight short, e.g. closing the
+            engine's env pool so its env calls fail at once.
     """
 
     def __init__(
@@ -129,6 +138,7 @@ class RolloutPipeline:
         snapshot: PolicySnapshot | None = None,
         version: int = 0,
         sampler_version: Callable[[], int] | None = None,
+        abort: Callable[[], None] | None = None,
     ) -> None:
         self.max_staleness = max_staleness
         self.steps_per_batch = steps_per_batch
@@ -138,6 +148,7 @@ class RolloutPipeline:
         self._jobs: deque[PlayedBatch] = deque()  # queued and running, in training order
         self._published = snapshot.version if snapshot is not None else version
         self._sampler_version = sampler_version
+        self._abort = abort
         self._wake = threading.Condition()
         self._stop = False
         self.busy_s = 0.0  # time the background spent playing, for the generator's utilisation
@@ -145,6 +156,7 @@ class RolloutPipeline:
         self.replayed = 0
         self._thread = threading.Thread(target=self._work, name="trl-env-rollouts", daemon=True)
         self._thread.start()
+        _watch(self)
 
     # -- trainer thread ---------------------------------------------------------------------------------------
 
@@ -171,9 +183,13 @@ class RolloutPipeline:
             self._resync(seeds)
             head = self._enqueue(list(seeds), step, replayed=True)
             self._fill(step)
-        while not head.done.wait(0.5):  # a timed wait: Ctrl-C reaches the trainer thread
-            if not self._thread.is_alive():
-                raise RolloutPipelineError("the background rollout thread has stopped")
+        try:
+            while not head.done.wait(0.5):  # a timed wait: Ctrl-C reaches the trainer thread
+                if not self._thread.is_alive():
+                    raise RolloutPipelineError("the background rollout thread has stopped")
+        except KeyboardInterrupt:  # the run is over: stop the background's env calls now, not at exit
+            self.close()
+            raise
         with self._wake:
             self._jobs.popleft()
         if head.error is not None:
@@ -190,14 +206,21 @@ class RolloutPipeline:
         """Whether :meth:`close` was called (the end of training): a later ``train()`` needs a new pipeline."""
         return self._stop
 
-    def close(self) -> None:
-        """Stop the background thread (it finishes or abandons the batch it is playing)."""
+    def close(self, join_s: float = 1.0) -> None:
+        """Stop the background thread: no batch starts after this, the one in flight is aborted (``abort``);
+        wait up to ``join_s`` for the thread to end. Idempotent."""
         with self._wake:
-            self._stop = True
+            first, self._stop = not self._stop, True
             for job in self._jobs:
                 job.cancelled = True
             self._wake.notify_all()
-        self._thread.join(timeout=1.0)
+        if first and self._abort is not None and self._thread.is_alive():
+            try:
+                self._abort()
+            except Exception:  # noqa: BLE001  (stopping must not fail; the batch is discarded either way)
+                pass
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout=join_s)
 
     def _enqueue(self, seeds: list[str], target: float, *, replayed: bool = False) -> PlayedBatch:
         job = PlayedBatch(seeds=seeds, target_step=int(target), replayed=replayed)
@@ -272,3 +295,22 @@ class RolloutPipeline:
                 job.error, job.cause = traceback.format_exc(), error
             finally:
                 job.done.set()
+
+
+_LIVE: weakref.WeakSet[RolloutPipeline] = weakref.WeakSet()
+_exit_hook_registered = False
+
+
+def _watch(pipeline: RolloutPipeline) -> None:
+    """Close ``pipeline`` at interpreter exit if nothing else did (e.g. a Ctrl-C outside ``take``)."""
+    global _exit_hook_registered
+    _LIVE.add(pipeline)
+    if not _exit_hook_registered:
+        # registered after multiprocessing's hook (imported with the engine): runs before it joins the children
+        atexit.register(_close_live_pipelines)
+        _exit_hook_registered = True
+
+
+def _close_live_pipelines() -> None:
+    for pipeline in list(_LIVE):
+        pipeline.close(join_s=EXIT_JOIN_S)

@@ -27,7 +27,7 @@ from transformers import TrainerCallback
 from trl_env.core import Env
 from trl_env.engine.rollout import RolloutEngine
 from trl_env.errors import ConfigError
-from trl_env.trainer.pipeline import PromptLookahead, RolloutPipeline
+from trl_env.trainer.pipeline import PromptLookahead, RolloutPipeline, RolloutPipelineError
 from trl_env.trainer.policy_snapshot import PolicySnapshot
 from trl_env.trainer.trl_compat import log_metric, uses_vllm
 from trl_env.trainer.zero_variance import GroupFilter
@@ -174,8 +174,16 @@ def start_pipeline(
     lookahead = PromptLookahead(lambda: iter(twin), every, prompt_to_seed)
     generator = engine.generator
 
+    stopped = threading.Event()
+
     def play(seeds: list[str]) -> list[Any]:
+        if stopped.is_set():  # no new env pool once closed (a group filter plays replacement groups in a loop)
+            raise RolloutPipelineError("the rollout pipeline was closed")
         return engine.run(env_factory, seeds, progress=progress)
+
+    def abort() -> None:  # the env calls of the batch in flight fail at once; its episodes are discarded anyway
+        stopped.set()
+        engine.close()
 
     pipeline = TrainerPipeline(
         play if group_filter is None else lambda seeds: group_filter.play(play, seeds),
@@ -185,6 +193,7 @@ def start_pipeline(
         snapshot=snapshot,
         version=trainer.state.global_step,
         sampler_version=generator.weights_version if isinstance(generator, LockedVLLM) else None,
+        abort=abort,
     )
     for callback in [c for c in trainer.callback_handler.callbacks if isinstance(c, PublishPolicy)]:
         trainer.remove_callback(callback)  # a previous train() call's: it would keep its snapshot alive
