@@ -174,16 +174,10 @@ def start_pipeline(
     lookahead = PromptLookahead(lambda: iter(twin), every, prompt_to_seed)
     generator = engine.generator
 
-    stopped = threading.Event()
-
     def play(seeds: list[str]) -> list[Any]:
-        if stopped.is_set():  # no new env pool once closed (a group filter plays replacement groups in a loop)
+        if pipeline.closed:  # no new env pool once closed (a group filter plays replacement groups in a loop)
             raise RolloutPipelineError("the rollout pipeline was closed")
         return engine.run(env_factory, seeds, progress=progress)
-
-    def abort() -> None:  # the env calls of the batch in flight fail at once; its episodes are discarded anyway
-        stopped.set()
-        engine.close()
 
     pipeline = TrainerPipeline(
         play if group_filter is None else lambda seeds: group_filter.play(play, seeds),
@@ -193,7 +187,7 @@ def start_pipeline(
         snapshot=snapshot,
         version=trainer.state.global_step,
         sampler_version=generator.weights_version if isinstance(generator, LockedVLLM) else None,
-        abort=abort,
+        abort=engine.close,  # the batch in flight fails at its next env call; its episodes are discarded anyway
     )
     for callback in [c for c in trainer.callback_handler.callbacks if isinstance(c, PublishPolicy)]:
         trainer.remove_callback(callback)  # a previous train() call's: it would keep its snapshot alive
