@@ -3,9 +3,9 @@
 ``make_rollout_func(..., max_staleness=N)`` with ``N >= 1`` puts a :class:`RolloutPipeline` between TRL and the
 rollout engine. Where each part lives:
 
-* **The prompts ahead** come from a twin of the trainer's own train dataloader (:class:`PromptLookahead`): the
-  same sampler and seed, so it yields the same generation batches TRL will pass, in the same order. The twin is
-  only read on the trainer's thread (under several processes accelerate may synchronise at each epoch).
+* **The prompts ahead** come from a twin of the trainer's own train dataloader
+  (:mod:`~trl_env.trainer.prompt_lookahead`): the same sampler and seed, so it yields the same generation batches
+  TRL will pass, in the same order. The twin is only read on the trainer's thread.
 * **The rollouts** run on one background thread, one generation batch at a time, each with the engine's
   per-episode schedule. A batch that will be trained at optimizer step ``t`` starts only once the policy of
   version ``t - N`` or newer is published: that is the staleness bound, enforced when a batch *starts*, so a
@@ -78,46 +78,12 @@ class PlayedBatch:
     done: threading.Event = field(default_factory=threading.Event)
 
 
-class PromptLookahead:
-    """The seeds of the generation batches TRL will ask for next, from a twin of the trainer's dataloader.
-
-    Args:
-        batches: micro-batches in training order (lists of dataset rows), epoch after epoch.
-        every: TRL generates at every ``every``-th micro-batch (``steps_per_generation * num_iterations``).
-        to_seed: a row's prompt to its seed.
-    """
-
-    def __init__(self, batches: Callable[[], Iterator[list[Any]]], every: int, to_seed: Callable[[Any], str]) -> None:
-        self._iterator = self._generation_batches(batches, every, to_seed)
-
-    @staticmethod
-    def _generation_batches(
-        batches: Callable[[], Iterator[list[Any]]], every: int, to_seed: Callable[[Any], str]
-    ) -> Iterator[list[str]]:
-        micro = 0
-        while True:
-            empty = True
-            for batch in batches():  # a new epoch of the twin, as the trainer starts one
-                empty = False
-                if micro % every == 0:
-                    yield [to_seed(row["prompt"]) for row in batch]
-                micro += 1
-            if empty:
-                return
-
-    def __iter__(self) -> Iterator[list[str]]:
-        return self._iterator
-
-    def __next__(self) -> list[str]:
-        return next(self._iterator)
-
-
 class RolloutPipeline:
     """Plays generation batches ahead of training on a background thread, within a staleness bound.
 
     Args:
         play: plays one episode per seed (the engine's ``run``); called on the background thread only.
-        lookahead: the seeds of the coming generation batches, in order (e.g. :class:`PromptLookahead`).
+        lookahead: the seeds of the coming generation batches, in order (e.g. :mod:`~trl_env.trainer.prompt_lookahead`).
         max_staleness: how many optimizer steps older than the training policy a sample may be (>= 1).
         steps_per_batch: optimizer steps between two generation batches.
         snapshot: the sampler's weights, refreshed before each batch; None when the generator is not the trainer's.

@@ -27,8 +27,9 @@ from transformers import TrainerCallback
 from trl_env.core import Env
 from trl_env.engine.rollout import RolloutEngine
 from trl_env.errors import ConfigError
-from trl_env.trainer.pipeline import PromptLookahead, RolloutPipeline, RolloutPipelineError
+from trl_env.trainer.pipeline import RolloutPipeline, RolloutPipelineError
 from trl_env.trainer.policy_snapshot import PolicySnapshot
+from trl_env.trainer.prompt_lookahead import PromptLookahead
 from trl_env.trainer.trl_compat import log_metric, uses_vllm
 from trl_env.trainer.zero_variance import GroupFilter
 
