@@ -236,11 +236,24 @@ def test_max_staleness_must_be_a_whole_number():
         make_rollout_func(Counting, max_staleness=1.5)
 
 
+def _sigint_as_in_a_terminal() -> None:
+    """In the child before exec: SIGINT back to its default, so Python turns it into KeyboardInterrupt. A test
+    run started in the background by a non-interactive shell (`cmd &`) inherits SIGINT *ignored*; its child would
+    then train on through the signal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_stops_pipelined_training_promptly(tmp_path, qwen3_tokenizer):
     """SIGINT while the background plays a rollout (its env calls take 2 s): the process exits within seconds."""
     script = Path(__file__).parent / "pipelined_script.py"
     env = dict(os.environ, TRL_EXPERIMENTAL_SILENCE="1", HF_HUB_OFFLINE="1")
-    run = subprocess.Popen([sys.executable, str(script), str(tmp_path)], env=env, stderr=subprocess.PIPE, text=True)
+    run = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path)],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_sigint_as_in_a_terminal,
+    )
     deadline = time.monotonic() + 180
     try:
         while not (tmp_path / "step-1").exists():
