@@ -83,6 +83,9 @@ RECIPES: dict[str, list[str]] = {
 METHODS.update(RECIPES)
 # the credit methods with the guard that held guess-the-number's seeds together (the demo's KL penalty)
 METHODS.update({f"{method}_kl_0.04": [*METHODS[method], "--beta", "0.04"] for method in ("turn", "tree")})
+# turn credit with the groups of equal rewards replaced by groups of new seeds (the default budget: one step's
+# episodes more at most), for the doors runs whose door decision had few comparisons early on
+METHODS["turn_resample"] = [*METHODS["turn"], "--zero-variance", "resample"]
 
 
 def run(
@@ -149,6 +152,40 @@ def training_curve(history: list[dict[str, Any]]) -> tuple[list[float], list[flo
     return minutes, success
 
 
+def group_means(history: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean per step of the ``groups/*`` metrics (logged under ``--zero-variance filter``/``resample`` only).
+
+    Example:
+        >>> group_means([{"groups/extra_episodes": 16.0, "step_time": 1}, {"groups/extra_episodes": 0.0}, {"loss": 1}])
+        {'extra_episodes': 8.0}
+    """
+    names = sorted({key for entry in history for key in entry if key.startswith("groups/")})
+    return {
+        name.removeprefix("groups/"): statistics.fmean(entry[name] for entry in history if name in entry)
+        for name in names
+    }
+
+
+def top_first_answer_share(transcripts: Path) -> float | None:
+    r"""The share of held-out episodes whose first answer is the most common one (1.0: every episode opens the
+    same way, e.g. the same door); None without transcripts.
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "t.jsonl"
+        >>> _ = path.write_text("".join(json.dumps({"turns": [{"action": a}]}) + "\n" for a in "1121"))
+        >>> top_first_answer_share(path)
+        0.75
+    """
+    if not transcripts.exists():
+        return None
+    firsts = [
+        record["turns"][0]["action"].strip() if record["turns"] else ""
+        for record in map(json.loads, transcripts.read_text().splitlines())
+    ]
+    return max(firsts.count(first) for first in set(firsts)) / len(firsts) if firsts else None
+
+
 def collect(folder: Path = RUNS) -> dict[str, list[dict[str, Any]]]:
     """Every finished run under ``folder``, by method."""
     runs: dict[str, list[dict[str, Any]]] = {}
@@ -172,6 +209,8 @@ def collect(folder: Path = RUNS) -> dict[str, list[dict[str, Any]]]:
                 "reach_level": REACH,
                 "reach_step": reach_step,
                 "reach_minutes": reach_minutes,
+                "groups": group_means(history),  # --zero-variance: extra episodes per step, groups replaced, ...
+                "top_first_answer_share": top_first_answer_share(summary_path.parent / "transcripts_after.jsonl"),
             }
         )
     return runs

@@ -30,6 +30,8 @@ def test_two_methods_run_resume_and_report(tiny_model_dir, tmp_path, capsys):
         assert row["heldout_success"] == summary["after"]["success_rate"] and row["steps"] == 2
         assert row["heldout_metrics"]["right_door"] == summary["after"]["metric_means"]["right_door"]
         assert len(row["curve_minutes"]) == 2 and row["curve_minutes"][0] < row["curve_minutes"][1]
+        # no --zero-variance, so no groups/* metrics; the held-out first answers were read from the transcripts
+        assert row["groups"] == {} and 0 < row["top_first_answer_share"] <= 1
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
     table = capsys.readouterr().out
     assert "| episode | 1 |" in table and "| anchor | 1 |" in table and "right door, per seed" in table
