@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -167,22 +168,24 @@ def group_means(history: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def top_first_answer_share(transcripts: Path) -> float | None:
-    r"""The share of held-out episodes whose first answer is the most common one (1.0: every episode opens the
-    same way, e.g. the same door); None without transcripts.
+    r"""The share of held-out episodes whose first answer names the most common number (the first whole number
+    in the answer, as the envs read it; an answer without one counts as its own kind): 1.0 means every episode
+    opens with the same number, e.g. the same door. None without transcripts.
 
     Example:
         >>> import tempfile
         >>> path = Path(tempfile.mkdtemp()) / "t.jsonl"
-        >>> _ = path.write_text("".join(json.dumps({"turns": [{"action": a}]}) + "\n" for a in "1121"))
+        >>> answers = ["1", "1\n\nJust one", "2", "door 1", "none"]
+        >>> _ = path.write_text("".join(json.dumps({"turns": [{"action": a}]}) + "\n" for a in answers))
         >>> top_first_answer_share(path)
-        0.75
+        0.6
     """
     if not transcripts.exists():
         return None
-    firsts = [
-        record["turns"][0]["action"].strip() if record["turns"] else ""
-        for record in map(json.loads, transcripts.read_text().splitlines())
-    ]
+    firsts = []
+    for record in map(json.loads, transcripts.read_text().splitlines()):
+        number = re.search(r"-?\d+", record["turns"][0]["action"]) if record["turns"] else None
+        firsts.append(number.group() if number else None)
     return max(firsts.count(first) for first in set(firsts)) / len(firsts) if firsts else None
 
 
