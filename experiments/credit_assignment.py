@@ -87,6 +87,9 @@ METHODS.update({f"{method}_kl_0.04": [*METHODS[method], "--beta", "0.04"] for me
 # turn credit with the groups of equal rewards replaced by groups of new seeds (the default budget: one step's
 # episodes more at most), for the doors runs whose door decision had few comparisons early on
 METHODS["turn_resample"] = [*METHODS["turn"], "--zero-variance", "resample"]
+# turn credit with the additive per-turn reward it was built for: on doors, a right door then pays the
+# information its guesses gain even when the code is missed, where the ratio pays at most 0.3
+METHODS["turn_info_gain"] = [*METHODS["turn"], "--reward", "info_gain"]
 
 
 def run(
