@@ -68,13 +68,13 @@ def train_policy(
         settings,
         processor=processor,
     )
-    method = args.advantage + (f", tree {args.tree}" if args.tree else "")
+    method = f"{args.advantage} advantages" + (f", tree {args.tree}" if args.tree else "")
     method += f", zero-variance groups: {args.zero_variance}" if args.zero_variance != "keep" else ""
     method += "".join(f", {key} {value}" for key, value in recipe_args(plan).items())
     method += f", beta {plan.beta:g}" if plan.beta else ""
     method += f", temperature {plan.temperature:g}" if plan.temperature != 1.0 else ""
     print(
-        f"\n== training with GRPO ({method} advantages) for at most {plan.minutes:g} minutes "
+        f"\n== training with GRPO ({method}) for at most {plan.minutes:g} minutes "
         f"({settings.batch_size} episodes per step)"
     )
     train_start = time.perf_counter()
