@@ -90,7 +90,7 @@ METHODS["turn_resample"] = [*METHODS["turn"], "--zero-variance", "resample"]
 # turn credit with the additive per-turn reward it was built for: on doors, a right door then pays the
 # information its guesses gain even when the code is missed, where the ratio pays at most 0.3
 METHODS["turn_info_gain"] = [*METHODS["turn"], "--reward", "info_gain"]
-# turn credit with half the demo's KL penalty: 0.04 held every doors seed on the door but capped the best
+# turn credit with half the demo's KL penalty: 0.04 held doors seeds 0-4 on the door but capped the best ones
 METHODS["turn_kl_0.02"] = [*METHODS["turn"], "--beta", "0.02"]
 # turn credit with the KL penalty and 4 secrets x 4 episodes per step: a step's door decisions then cover more
 # doors, so its gradient leans less towards one door (the doors runs that failed had collapsed onto one)
