@@ -75,6 +75,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         help="token budget of an episode (default 128; per turn sample under --history template/window)",
     )
+    parser.add_argument(
+        "--balanced-doors",
+        action="store_true",
+        help="--task doors: training takes its secrets in an order that rotates through the doors, so each step "
+        "of --prompts-per-step 3 presents every door once (default: shuffled, doors drawn at random)",
+    )
     parser.add_argument("--generations", type=int, help="episodes per secret, the GRPO group (default 8; smoke 2)")
     parser.add_argument("--prompts-per-step", type=int, help="secrets (groups) per optimizer step (default 2)")
     parser.add_argument("--beta", type=float, help="KL penalty to the untrained model (default 0.04; 0 in --smoke)")
@@ -119,7 +125,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--save-model", action="store_true", help="also save the trained (merged) model to OUT/model")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: idle cores, from the load average)")
     parser.add_argument("--out-dir", default=str(ROOT / "outputs" / "demo"), help="where results go")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.balanced_doors and args.task != "doors":
+        parser.error(f"--balanced-doors orders vault doors' secrets by door; --task is {args.task!r}, not 'doors'")
+    return args
 
 
 def plan_from_args(args: argparse.Namespace) -> DemoPlan:

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from demo.plan import DemoPlan
+from demo.tasks import TASKS
 from examples.guess_number import train_seeds
+from examples.vault_doors import interleave_doors
 from trl_env.trainer.recipe import TrainSettings, build_trainer
 
 
@@ -58,13 +60,14 @@ def train_policy(
         gamma=args.gamma,
         max_staleness=args.max_staleness,
         extra_args=recipe_args(plan)
-        | ({"vllm_importance_sampling_correction": False} if args.no_is_correction else {}),
+        | ({"vllm_importance_sampling_correction": False} if args.no_is_correction else {})
+        | ({"shuffle_dataset": False} if args.balanced_doors else {}),  # the rotation holds only if taken in order
     )
     trainer = build_trainer(
         env_factory,
         model,
         tokenizer,
-        train_seeds(4 * 1024, rng_seed=args.seed),
+        training_seeds(args.seed, args.balanced_doors),
         settings,
         processor=processor,
     )
@@ -73,6 +76,7 @@ def train_policy(
     method += "".join(f", {key} {value}" for key, value in recipe_args(plan).items())
     method += f", beta {plan.beta:g}" if plan.beta else ""
     method += f", temperature {plan.temperature:g}" if plan.temperature != 1.0 else ""
+    method += ", secrets rotating through the doors" if args.balanced_doors else ""
     print(
         f"\n== training with GRPO ({method}) for at most {plan.minutes:g} minutes "
         f"({settings.batch_size} episodes per step)"
@@ -84,6 +88,28 @@ def train_policy(
         if "reward" in entry:
             print(f"step {entry['step']:>3}  reward {entry['reward']:.3f}")
     return trainer, train_seconds
+
+
+def training_seeds(seed: int, balanced_doors: bool = False) -> list[str]:
+    """The training secrets of training seed ``seed``; with ``balanced_doors``, in vault doors' door rotation.
+
+    Args:
+        seed: the run's training seed (``--seed``): it draws the secrets.
+        balanced_doors: reorder them so that consecutive secrets lead through doors 1, 2, 3 in turn
+            (:func:`examples.vault_doors.interleave_doors`); training must then take them unshuffled.
+
+    Returns:
+        About 4,096 seeds (a few fewer when rotated: each door keeps as many as the rarest).
+
+    Example:
+        >>> from examples.vault_doors import door_for_seed
+        >>> [door_for_seed(s, 3) for s in training_seeds(0, balanced_doors=True)[:4]], len(training_seeds(0))
+        ([1, 2, 3, 1], 4096)
+    """
+    seeds = train_seeds(4 * 1024, rng_seed=seed)
+    if not balanced_doors:
+        return seeds
+    return interleave_doors(seeds, TASKS["doors"][1]["doors"])
 
 
 def recipe_args(plan: DemoPlan) -> dict[str, Any]:

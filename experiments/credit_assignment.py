@@ -95,6 +95,13 @@ METHODS["turn_kl_0.02"] = [*METHODS["turn"], "--beta", "0.02"]
 # turn credit with the KL penalty and 4 secrets x 4 episodes per step: a step's door decisions then cover more
 # doors, so its gradient leans less towards one door (the doors runs that failed had collapsed onto one)
 METHODS["turn_kl_0.04_4x4"] = [*METHODS["turn_kl_0.04"], "--prompts-per-step", "4", "--generations", "4"]
+# turn credit with the KL penalty and each step's 3 secrets behind the 3 doors (6 episodes each): a policy that
+# ignores the prompt then gains nothing from any one door within a step, so a step cannot lean towards the doors
+# its secrets happened to draw (the collapsed runs had drifted onto one door)
+METHODS["turn_kl_0.04_balanced"] = [
+    *METHODS["turn_kl_0.04"],
+    *("--balanced-doors", "--prompts-per-step", "3", "--generations", "6"),
+]
 
 
 def run(

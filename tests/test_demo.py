@@ -13,6 +13,7 @@ import torch
 
 from demo.demo_model import GGUF_NAME, TURN_END, convert_gguf, download_gguf, gguf_dir, is_converted
 from demo.tasks import DEMO_REWARD, task_factory
+from examples.vault_doors import door_for_seed
 from trl_env.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,6 +107,29 @@ def test_demo_recipe_flags_reach_the_trainer(tiny_model_dir, tmp_path):
     }
     log = json.loads((out / "log_history.json").read_text())
     assert any("kl" in entry for entry in log)  # beta > 0: TRL logs the KL to the reference
+
+
+def test_balanced_doors_give_each_training_step_one_secret_behind_each_door(
+    tiny_model_dir, tmp_path, monkeypatch, capsys
+):
+    import demo.training as training
+
+    demo, built = _load_demo(), []
+    build = training.build_trainer
+    monkeypatch.setattr(
+        training, "build_trainer", lambda *args, **kwargs: built.append(build(*args, **kwargs)) or built[-1]
+    )
+    args = ["--smoke", "--model", str(tiny_model_dir), "--out-dir", str(tmp_path / "demo"), "--skip-before"]
+    flags = ["--task", "doors", "--balanced-doors", "--prompts-per-step", "3", "--generations", "2"]
+    assert demo.main([*args, *flags]) == 0
+    assert "secrets rotating through the doors" in capsys.readouterr().out
+    batches = iter(built[0].get_train_dataloader())  # the order TRL's sampler gives training, step by step
+    for _ in range(2):
+        secrets = list(dict.fromkeys(entry["prompt"] for entry in next(batches)))
+        assert sorted(door_for_seed(secret, 3) for secret in secrets) == [1, 2, 3]
+    with pytest.raises(SystemExit):
+        demo.parse_args(["--balanced-doors"])
+    assert "--task is 'guess', not 'doors'" in capsys.readouterr().err
 
 
 def test_demo_reward_flag_picks_the_env_reward_and_defaults_to_the_ratio(capsys):

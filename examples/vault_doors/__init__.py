@@ -1,5 +1,5 @@
 """Vault doors: the first answer picks a door (only one leads on), the rest crack a code."""
 
-from .env import VaultDoorsEnv, door_for_seed
+from .env import VaultDoorsEnv, door_for_seed, interleave_doors
 
-__all__ = ["VaultDoorsEnv", "door_for_seed"]
+__all__ = ["VaultDoorsEnv", "door_for_seed", "interleave_doors"]

@@ -18,6 +18,33 @@ def door_for_seed(seed: str, doors: int) -> int:
     return 1 + digest % doors
 
 
+def interleave_doors(seeds: list[str], doors: int) -> list[str]:
+    """``seeds`` reordered so that consecutive seeds lead through doors 1, 2, ..., ``doors``, 1, 2, ... in turn.
+
+    Taken in this order, ``doors`` secrets per training step present every door once: a policy that ignores the
+    prompt's door then gains nothing on average from any one door, so a step's gradient cannot lean towards the
+    doors its secrets happened to draw. Seeds beyond the rarest door's count are dropped (the rotation holds to
+    the end); each door's seeds keep their order.
+
+    Args:
+        seeds: training seeds, in any order.
+        doors: the env's number of doors.
+
+    Returns:
+        The seeds, rotating through the doors.
+
+    Example:
+        >>> order = interleave_doors([f"train-{i}" for i in range(30)], 3)
+        >>> [door_for_seed(seed, 3) for seed in order[:6]], len(order) % 3
+        ([1, 2, 3, 1, 2, 3], 0)
+    """
+    by_door: list[list[str]] = [[] for _ in range(doors)]
+    for seed in seeds:
+        by_door[door_for_seed(seed, doors) - 1].append(seed)
+    rounds = min(len(door_seeds) for door_seeds in by_door)
+    return [by_door[door][i] for i in range(rounds) for door in range(doors)]
+
+
 class VaultDoorsEnv:
     """Pick the right door first, then crack the vault's code with higher/lower hints.
 
