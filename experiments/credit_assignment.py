@@ -329,10 +329,12 @@ def report(
     result: str | Path = RESULT,
     plot_path: str | Path = PLOT,
     earlier: str | Path | None = None,
+    plot_methods: list[str] | None = None,
 ) -> None:
     """Print the table of ``task``'s runs, write the JSON and the plot (``{task}`` in a path is the task).
 
     ``earlier``: a result JSON written before, whose rows are kept for runs whose folders are gone.
+    ``plot_methods``: the methods the plot shows (default all; the table and the JSON keep every run).
     """
     folder, result = folder / task, Path(str(result).format(task=task))
     plot_path = Path(str(plot_path).format(task=task))
@@ -344,7 +346,10 @@ def report(
     print(table(runs))
     result.parent.mkdir(parents=True, exist_ok=True)
     result.write_text(json.dumps(runs, indent=1))
-    print(f"results: {result}\nplot: {plot(runs, plot_path, TITLES[task])}")
+    shown = {method: rows for method, rows in runs.items() if plot_methods is None or method in plot_methods}
+    if not shown:
+        raise SystemExit(f"none of the methods {plot_methods} has a finished run under {folder}")
+    print(f"results: {result}\nplot: {plot(shown, plot_path, TITLES[task])}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -358,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     run_parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     run_parser.add_argument("--demo-args", default="", help="more flags for every demo run, e.g. '--smoke'")
     report_parser = commands.add_parser("report", help="table, JSON and plot of the finished runs")
+    report_parser.add_argument(
+        "--methods", nargs="+", choices=sorted(METHODS), help="the methods the plot shows (default all)"
+    )
     for sub in (run_parser, report_parser):
         sub.add_argument("--task", choices=sorted(TITLES), default="guess", help="the demo's task (default guess)")
         sub.add_argument("--runs", type=Path, default=RUNS, help=f"the runs' folder (default {RUNS})")
@@ -367,7 +375,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "run":
         run(args.task, args.methods, args.seeds, args.minutes, args.threads, args.runs, args.demo_args.split())
-    report(args.task, args.runs, args.result, args.plot, args.earlier)
+    report(
+        args.task, args.runs, args.result, args.plot, args.earlier, args.methods if args.command == "report" else None
+    )
     return 0
 
 

@@ -12,7 +12,7 @@ def _load():
     return load_experiment("credit_assignment")
 
 
-def test_two_methods_run_resume_and_report(tiny_model_dir, tmp_path, capsys):
+def test_two_methods_run_resume_and_report(tiny_model_dir, tmp_path, capsys, monkeypatch):
     experiment = _load()
     paths = ["--runs", str(tmp_path / "runs"), "--result", str(tmp_path / "r.json"), "--plot", str(tmp_path / "p.png")]
     paths += ["--task", "doors"]  # the early-decision task, through the demo's --task
@@ -46,6 +46,11 @@ def test_two_methods_run_resume_and_report(tiny_model_dir, tmp_path, capsys):
     merged = json.loads((tmp_path / "r.json").read_text())
     assert sorted(merged) == ["anchor", "episode", "turn"] and merged["turn"][0]["seed"] == 7
     assert [row["steps"] for row in merged["anchor"]] == [2]
+    # --methods narrows the plot only: the JSON keeps every run
+    shown, draw = [], experiment.plot
+    monkeypatch.setattr(experiment, "plot", lambda runs, *rest: shown.append(sorted(runs)) or draw(runs, *rest))
+    assert experiment.main(["report", *paths, "--methods", "anchor"]) == 0
+    assert shown == [["anchor"]] and sorted(json.loads((tmp_path / "r.json").read_text())) == ["anchor", "episode"]
 
 
 def test_the_docstring_examples_run():
