@@ -121,6 +121,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--skip-before", action="store_true", help="no evaluation before training (comparisons evaluate it once)"
     )
+    parser.add_argument(
+        "--score-every-position",
+        action="store_true",
+        help="the LM head scores every position, as TRL 1.16 does on CPU (default: only the sampled tokens, "
+        "the same result; docs/performance.md)",
+    )
     parser.add_argument("--fp32", action="store_true", help="no bfloat16 autocast even where the CPU supports it")
     parser.add_argument("--save-model", action="store_true", help="also save the trained (merged) model to OUT/model")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: idle cores, from the load average)")

@@ -59,6 +59,7 @@ def train_policy(
         advantage=args.advantage,
         gamma=args.gamma,
         max_staleness=args.max_staleness,
+        score_sampled_only=not args.score_every_position,
         extra_args=recipe_args(plan)
         | ({"vllm_importance_sampling_correction": False} if args.no_is_correction else {})
         | ({"shuffle_dataset": False} if args.balanced_doors else {}),  # the rotation holds only if taken in order

@@ -103,6 +103,10 @@ METHODS["turn_kl_0.04_balanced"] = [
     *("--balanced-doors", "--prompts-per-step", "3", "--generations", "6"),
 ]
 
+# the demo's recipe with the LM head scoring every position, as TRL 1.16 does on CPU: the same-machine control for
+# the default, which scores only the sampled tokens (the same training, about 1.5x the steps per minute)
+METHODS["kl_0.04_every_position"] = [*METHODS["kl_0.04"], "--score-every-position"]
+
 
 def run(
     task: str,

@@ -36,6 +36,7 @@ _LAZY = {
     "env_reward": "trl_env.trainer.rollout_func",
     "EnvRolloutWorker": "trl_env.trainer.async_worker",
     "TurnLevelGRPOTrainer": "trl_env.trainer.turn_level_grpo",
+    "SampledTokenGRPOTrainer": "trl_env.trainer.sampled_token_scoring",
     "NonAdditiveProcessorError": "trl_env.trainer.rollout_func",
     "evaluate": "trl_env.evaluation",
     "check_env": "trl_env.checks.env",
@@ -77,4 +78,5 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from trl_env.generation.transformers_generator import TransformersGenerator
     from trl_env.trainer.async_worker import EnvRolloutWorker
     from trl_env.trainer.rollout_func import NonAdditiveProcessorError, env_reward, make_rollout_func
+    from trl_env.trainer.sampled_token_scoring import SampledTokenGRPOTrainer
     from trl_env.trainer.turn_level_grpo import TurnLevelGRPOTrainer

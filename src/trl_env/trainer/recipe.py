@@ -54,6 +54,7 @@ class TrainSettings:
     transcripts_every: int | None = None  # record every N-th step's episodes (trl-env view)
     transcripts_per_step: int | None = 4
     extra_args: dict[str, Any] = field(default_factory=dict)
+    score_sampled_only: bool = True  # the LM head scores only sampled tokens (trl_env.trainer.sampled_token_scoring)
 
     @property
     def batch_size(self) -> int:
@@ -119,10 +120,10 @@ def build_trainer(
         The ``GRPOTrainer``; call ``.train()``. Its ``state.log_history`` holds the logged figures.
     """
     from datasets import Dataset
-    from trl import GRPOTrainer
 
     from trl_env.chat.template_processor import ChatTemplateProcessor
     from trl_env.trainer.rollout_func import env_reward, make_rollout_func
+    from trl_env.trainer.sampled_token_scoring import SampledTokenGRPOTrainer
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     config = grpo_config(settings)
@@ -141,14 +142,14 @@ def build_trainer(
     if settings.max_minutes is not None:
         all_callbacks.append(TimeLimit(settings.max_minutes))
     check_tree_credit(settings.rollout.tree, settings.advantage, settings.num_generations)  # now, not at step 1
-    trainer_class: Any = GRPOTrainer
+    trainer_class: Any = SampledTokenGRPOTrainer  # GRPOTrainer scoring only the sampled tokens
     extra: dict[str, Any] = {}
     # it also corrects pipelined batches and trains per-turn samples
     if settings.advantage != "episode" or settings.max_staleness > 0 or settings.rollout.per_turn:
         from trl_env.trainer.turn_level_grpo import TurnLevelGRPOTrainer
 
         trainer_class, extra = TurnLevelGRPOTrainer, {"advantage_mode": settings.advantage, "gamma": settings.gamma}
-    return trainer_class(
+    trainer = trainer_class(
         **extra,
         model=model,
         processing_class=tokenizer,
@@ -158,6 +159,8 @@ def build_trainer(
         rollout_func=rollout_func,
         callbacks=all_callbacks,
     )
+    trainer.score_sampled_only = settings.score_sampled_only
+    return trainer
 
 
 def training_prompts(seeds: Sequence[Any], settings: TrainSettings) -> list[Any]:

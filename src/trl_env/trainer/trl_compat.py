@@ -9,8 +9,9 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import trl
@@ -259,3 +260,41 @@ def shorten_unscorable_warning() -> None:
     logger = logging.getLogger(TRL_GRPO_LOGGER)
     if not any(isinstance(f, _ShortUnscorableWarning) for f in logger.filters):
         logger.addFilter(_ShortUnscorableWarning())
+
+
+_COMPACT = threading.local()  # set while compact_fused_lm_head() is open in this thread
+
+
+@contextmanager
+def compact_fused_lm_head() -> Iterator[None]:
+    """While open (in this thread), TRL's fused LM head scores only the labelled positions, on every device.
+
+    TRL 1.16's ``add_fused_lm_head`` compacts the hidden states to the positions whose label is not ``-100``
+    only on Triton devices (``trl.trainer.utils._use_triton``): elsewhere it projects every position of prompt and
+    completion onto the vocabulary and zeroes the unlabelled ones afterwards (to keep tile shapes fixed for
+    compiled backends such as Neuron). On CPU that is most of the LM head's work. The compacted path gives the same
+    values (the same rows of the same product); TRL 1.15 always took it. Other threads are unaffected.
+
+    Example:
+        >>> with compact_fused_lm_head():
+        ...     pass
+    """
+    import trl.trainer.utils as trl_utils
+
+    original = getattr(trl_utils, "_use_triton", None)
+    if original is None:  # TRL 1.15: always compact
+        yield
+        return
+    if not getattr(original, "_trl_env_compact", False):
+
+        def use_triton_or_compact(device: Any) -> bool:
+            return getattr(_COMPACT, "on", False) or original(device)
+
+        use_triton_or_compact._trl_env_compact = True  # type: ignore[attr-defined]
+        trl_utils._use_triton = use_triton_or_compact
+    before = getattr(_COMPACT, "on", False)
+    _COMPACT.on = True
+    try:
+        yield
+    finally:
+        _COMPACT.on = before

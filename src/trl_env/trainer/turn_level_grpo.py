@@ -40,6 +40,7 @@ from trl import GRPOTrainer
 from trl_env.errors import ConfigError, TrlEnvError
 from trl_env.trainer.advantages import MODES, AdvantageMode, EpisodeCredit, compute_advantages
 from trl_env.trainer.off_policy import correct_off_policy
+from trl_env.trainer.sampled_token_scoring import SampledTokenScoring
 from trl_env.trainer.tree_turns import shared_turn_copies
 from trl_env.trainer.turn_samples import expand_turn_samples
 
@@ -51,7 +52,7 @@ class MissingColumnsError(TrlEnvError, KeyError):
     """The rollout function did not return the per-sample columns the advantage mode needs."""
 
 
-class TurnLevelGRPOTrainer(GRPOTrainer):
+class TurnLevelGRPOTrainer(SampledTokenScoring, GRPOTrainer):
     """``GRPOTrainer`` whose loss sees turn-level (B, T) advantages; other arguments as ``GRPOTrainer``.
 
     Args:
