@@ -122,6 +122,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--skip-before", action="store_true", help="no evaluation before training (comparisons evaluate it once)"
     )
     parser.add_argument(
+        "--greedy-eval",
+        action="store_true",
+        help="also evaluate with greedy decoding (the most likely answer; summary.json's *_greedy entries)",
+    )
+    parser.add_argument(
         "--score-every-position",
         action="store_true",
         help="the LM head scores every position, as TRL 1.16 does on CPU (default: only the sampled tokens, "

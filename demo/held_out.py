@@ -33,16 +33,22 @@ class HeldOutEvaluation:
     bf16: bool  # sample under bfloat16 autocast
     out: Path
 
-    def __call__(self, policy: Any, label: str) -> EvalSummary:
-        """Play every held-out seed with ``policy``, print the summary and return it (``label``: before/after)."""
+    def __call__(self, policy: Any, label: str, top_k: int | None = None) -> EvalSummary:
+        """Play every held-out seed with ``policy``, print the summary and return it.
+
+        ``label``: before/after (with ``_greedy`` under ``top_k`` 1); ``top_k``: sample among the most likely
+        tokens only, 1 decoding greedily (None: sampled at temperature 1, the demo's measure).
+        """
         torch.manual_seed(1234)  # the same sampling noise before and after
-        print(f"\n== evaluating the {label} model on {len(self.seeds)} held-out episodes")
+        how = "greedily" if top_k == 1 else f"top-k {top_k}" if top_k else "sampled"
+        print(f"\n== evaluating the {label} model on {len(self.seeds)} held-out episodes ({how})")
         summary = evaluate(
             self.env_factory,
             policy,
             self.tokenizer,
             self.seeds,
             processor=self.processor,
+            top_k=top_k,
             batch_size=self.plan.eval_batch_size,
             autocast_dtype=torch.bfloat16 if self.bf16 else None,
             config=self.plan.rollout_config(),

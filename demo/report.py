@@ -112,6 +112,7 @@ def write_report(
     trainer: Any,
     before: EvalSummary | None,
     after: EvalSummary,
+    greedy: tuple[EvalSummary | None, EvalSummary | None] = (None, None),
     heldout_episodes: int,
     train_seconds: float,
     started: float,
@@ -121,12 +122,16 @@ def write_report(
 ) -> dict[str, Any]:
     """Print the before/after table and write the reward curve, the transcript page, the summary and the log.
 
+    ``greedy``: the before and after evaluations decoded greedily (``--greedy-eval``), or None.
     ``heldout_episodes``: the seeds each evaluation played. ``started`` is the demo's start
     (``time.perf_counter()``): the summary records the whole demo's seconds.
     Returns the summary written to ``out/summary.json``.
     """
     print(f"\n== before vs after ({heldout_episodes} held-out episodes, sampled at temperature 1)")
     print(comparison_table(before, after))
+    if greedy[1] is not None:
+        print(f"\n== decoded greedily (the most likely answer each turn), {heldout_episodes} held-out episodes")
+        print(comparison_table(*greedy))
     plot_reward_curve(trainer.state.log_history, before, after, out / "reward_curve.png")
     from trl_env.viewer import write_page
 
@@ -155,6 +160,11 @@ def write_report(
         "max_turn_samples": args.max_turn_samples,
         "before": {**before.metrics(), **headline(before)} if before is not None else None,
         "after": {**after.metrics(), **headline(after)},
+        **{
+            f"{label}_greedy": {**evaluation.metrics(), **headline(evaluation)}
+            for label, evaluation in zip(("before", "after"), greedy, strict=True)
+            if evaluation is not None
+        },
         "plan": plan.__dict__,
         "grpo": {key: getattr(trainer.args, key) for key in GRPO_RECORDED},  # as the trainer ran, defaults included
     }

@@ -94,8 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     evaluate_held_out = HeldOutEvaluation(env_factory, tokenizer, processor, seeds, plan, bf16, out)
 
     before = None if args.skip_before else evaluate_held_out(model, "before")
+    # --greedy-eval: also the policy's most likely answers (greedy decoding), as a trained model is usually used;
+    # before training, since training adds its adapter to ``model`` itself
+    greedy_before = evaluate_held_out(model, "before_greedy", top_k=1) if args.greedy_eval and before else None
     trainer, train_seconds = train_policy(args, plan, env_factory, model, tokenizer, processor, bf16, out)
     after = evaluate_held_out(trainer.model, "after")
+    greedy_after = evaluate_held_out(trainer.model, "after_greedy", top_k=1) if args.greedy_eval else None
     summary = write_report(
         out,
         args=args,
@@ -104,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         trainer=trainer,
         before=before,
         after=after,
+        greedy=(greedy_before, greedy_after),
         heldout_episodes=len(seeds),
         train_seconds=train_seconds,
         started=started,

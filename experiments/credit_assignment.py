@@ -224,6 +224,8 @@ def collect(folder: Path = RUNS) -> dict[str, list[dict[str, Any]]]:
                 "heldout_reward": summary["after"]["mean_reward"],
                 "heldout_turns": summary["after"]["mean_turns"],
                 "heldout_metrics": summary["after"].get("metric_means", {}),  # vault doors: right_door
+                # --demo-args --greedy-eval: the same seeds decoded greedily
+                "heldout_greedy_success": (summary.get("after_greedy") or {}).get("success_rate"),
                 "steps": summary["steps"],
                 "train_minutes": summary["train_seconds"] / 60,
                 "curve_minutes": minutes,
@@ -242,14 +244,23 @@ def _or_dash(value: float | None, form: str) -> str:
     return "-" if value is None else form.format(value)
 
 
+def _mean_and_values(values: list[float | None]) -> str:
+    """Two table cells: the mean ± sd of the values there are, and every value (- where missing)."""
+    present = [v for v in values if v is not None]
+    mean = f"{statistics.fmean(present):.3f}" if present else "-"
+    spread = f" ± {statistics.stdev(present):.3f}" if len(present) > 1 else ""
+    return f"{mean}{spread} | {', '.join(_or_dash(v, '{:.3f}') for v in values)} | "
+
+
 def table(runs: dict[str, list[dict[str, Any]]]) -> str:
     """Markdown table: held-out success after the same training minutes (mean, spread, per seed), steps in the
     budget, and per seed the step and minute at which training success first reached ``REACH`` (- if never)."""
     doors = any("right_door" in r.get("heldout_metrics", {}) for rows in runs.values() for r in rows)
+    greedy = any(r.get("heldout_greedy_success") is not None for rows in runs.values() for r in rows)
     lines = [
-        f"| method | seeds | held-out success, mean ± sd | per seed | {'right door, per seed | ' * doors}steps | "
-        f"mean turns | steps to {REACH:.0%} | minutes to {REACH:.0%} |",
-        "|---|---|---|---|---|---|---|---|" + "---|" * doors,
+        f"| method | seeds | held-out success, mean ± sd | per seed | {'greedy, mean ± sd | per seed | ' * greedy}"
+        f"{'right door, per seed | ' * doors}steps | mean turns | steps to {REACH:.0%} | minutes to {REACH:.0%} |",
+        "|---|---|---|---|---|---|---|---|" + "---|" * (doors + 2 * greedy),
     ]
     for method in sorted(runs, key=lambda m: -statistics.fmean(r["heldout_success"] for r in runs[m])):
         rows = sorted(runs[method], key=lambda r: r["seed"])
@@ -259,6 +270,7 @@ def table(runs: dict[str, list[dict[str, Any]]]) -> str:
         lines.append(
             f"| {method} | {len(rows)} | {statistics.fmean(values):.3f}{spread} | "
             f"{', '.join(f'{v:.3f}' for v in values)} | "
+            f"{_mean_and_values([r.get('heldout_greedy_success') for r in rows]) * greedy}"
             f"{(', '.join(_or_dash(v, '{:.3f}') for v in right) + ' | ') * doors}"
             f"{', '.join(str(r['steps']) for r in rows)} | "
             f"{statistics.fmean(r['heldout_turns'] for r in rows):.2f} | "

@@ -31,12 +31,12 @@ def _load_demo():
 def test_demo_smoke_run_writes_every_output(tiny_model_dir, tmp_path):
     out = tmp_path / "demo"
     args = ["--smoke", "--model", str(tiny_model_dir), "--out-dir", str(out), "--threads", "2", "--save-model"]
-    assert _load_demo().main(args) == 0
+    assert _load_demo().main([*args, "--greedy-eval"]) == 0
     assert (out / "model" / "model.safetensors").exists()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 2 and summary["smoke"]
     assert summary["env_kwargs"] == {"low": 1, "high": 16, "max_turns": 5, "reward": "ratio"}  # the default reward
-    for label in ("before", "after"):
+    for label in ("before", "after", "before_greedy", "after_greedy"):  # --greedy-eval: both decoded greedily too
         records = [json.loads(line) for line in (out / f"transcripts_{label}.jsonl").read_text().splitlines()]
         assert [r["seed"] for r in records] == [f"eval-{i}" for i in range(4)]
         assert summary[label]["episodes"] == 4

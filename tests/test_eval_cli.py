@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
+from examples.guess_number import GuessNumberEnv
 from trl_env.cli import main
 from trl_env.cli.arguments import UsageError, read_seeds
 from trl_env.cli.env_factory import load_factory
@@ -129,6 +131,23 @@ def test_evaluate_reads_metrics_from_the_env_object_the_episode_ended_with(tiny_
     assert set(summary.metric_means) == {"success"}
 
 
+def test_top_k_1_decodes_greedily_whatever_the_sampling_seed(tiny_qwen3, qwen3_tokenizer):
+    def play(seed: int) -> list[dict]:
+        torch.manual_seed(seed)
+        settings = {"max_turns": 2, "max_turn_tokens": 3, "max_completion_tokens": 32}
+        return evaluate(GuessNumberEnv, tiny_qwen3, qwen3_tokenizer, ["a", "b"], top_k=1, progress=False, **settings)
+
+    first, second = play(0).records, play(1).records
+    assert [r["completion_ids"] for r in first] == [r["completion_ids"] for r in second]
+    for record in first:  # each sampled token (mask 1) is the model's most likely next token there
+        ids = record["prompt_ids"] + record["completion_ids"]
+        with torch.no_grad():
+            most_likely = tiny_qwen3(torch.tensor([ids])).logits[0].argmax(-1).tolist()
+        start = len(record["prompt_ids"])
+        sampled = [i for i, mask in enumerate(record["env_mask"]) if mask == 1]
+        assert sampled and all(record["completion_ids"][i] == most_likely[start + i - 1] for i in sampled)
+
+
 def test_an_env_without_metrics_has_no_success_rate(tiny_qwen3, qwen3_tokenizer):
     class NoMetrics:
         reward, alive = 0.0, True
@@ -168,6 +187,7 @@ def test_read_seeds_and_load_factory(tmp_path):
         (["--env", "examples.guess_number:GuessNumberEnv", "--env-kwargs", "{high: 8}"], "not valid JSON"),
         (["--env", "examples.guess_number:GuessNumberEnv", "--env-kwargs", "[8]"], "must be a JSON object"),
         (["--env", "examples.guess_number:GuessNumberEnv", "--max-turns", "0"], "max_turns must be >= 1"),
+        (["--env", "examples.guess_number:GuessNumberEnv", "--top-k", "0"], "--top-k must be at least 1"),
     ],
 )
 def test_cli_mistakes_are_one_line_and_exit_2(tmp_path, capsys, monkeypatch, args, message):

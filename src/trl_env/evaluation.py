@@ -155,6 +155,7 @@ def evaluate(
     processor: Processor | None = None,
     config: RolloutConfig | None = None,
     temperature: float = 1.0,
+    top_k: int | None = None,
     batch_size: int = 64,
     progress: bool = True,
     autocast_dtype: torch.dtype | None = None,
@@ -170,6 +171,7 @@ def evaluate(
         processor: the chat format; defaults to the tokenizer's :class:`ChatTemplateProcessor`.
         config: budgets and policies; ``settings`` (:class:`RolloutConfig` field names) override it.
         temperature: sampling temperature.
+        top_k: sample among the ``top_k`` most likely tokens only; 1 is greedy decoding (None: all tokens).
         batch_size: episodes played together.
         progress: a tqdm bar counting episodes.
         autocast_dtype: sample under ``torch.autocast`` with this dtype (e.g. ``torch.bfloat16``).
@@ -184,6 +186,7 @@ def evaluate(
         model,
         tokenizer,
         temperature=temperature,
+        top_k=top_k,
         stop_token_ids=stop_token_ids(model, tokenizer, processor),
         model_context=autocast_context(model, autocast_dtype),
     )

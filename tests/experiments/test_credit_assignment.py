@@ -16,7 +16,7 @@ def test_two_methods_run_resume_and_report(tiny_model_dir, tmp_path, capsys, mon
     experiment = _load()
     paths = ["--runs", str(tmp_path / "runs"), "--result", str(tmp_path / "r.json"), "--plot", str(tmp_path / "p.png")]
     paths += ["--task", "doors"]  # the early-decision task, through the demo's --task
-    demo = f"--smoke --model {tiny_model_dir}"
+    demo = f"--smoke --model {tiny_model_dir} --greedy-eval"
     assert experiment.main(["run", "--methods", "episode", "anchor", "--seeds", "0", "--demo-args", demo, *paths]) == 0
     results = json.loads((tmp_path / "r.json").read_text())
     assert sorted(results) == ["anchor", "episode"]
@@ -29,12 +29,14 @@ def test_two_methods_run_resume_and_report(tiny_model_dir, tmp_path, capsys, mon
         assert "doors" in json.dumps(first_prompt)
         assert row["heldout_success"] == summary["after"]["success_rate"] and row["steps"] == 2
         assert row["heldout_metrics"]["right_door"] == summary["after"]["metric_means"]["right_door"]
+        assert row["heldout_greedy_success"] == summary["after_greedy"]["success_rate"]
         assert len(row["curve_minutes"]) == 2 and row["curve_minutes"][0] < row["curve_minutes"][1]
         # no --zero-variance, so no groups/* metrics; the held-out first answers were read from the transcripts
         assert row["groups"] == {} and 0 < row["top_first_answer_share"] <= 1
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
     table = capsys.readouterr().out
     assert "| episode | 1 |" in table and "| anchor | 1 |" in table and "right door, per seed" in table
+    assert "| greedy, mean ± sd | per seed |" in table
     # finished runs are not run again: a second call only reports
     stamp = (tmp_path / "runs" / "doors" / "anchor-seed0" / "summary.json").stat().st_mtime_ns
     assert experiment.main(["run", "--methods", "anchor", "--seeds", "0", "--demo-args", demo, *paths]) == 0

@@ -3,6 +3,7 @@
 Success and other per-episode figures come from the environment's ``metrics()`` (see
 :mod:`trl_env.evaluation`). Seeds come from ``--seeds a,b,c`` or ``--seeds-file`` (one per
 line), cycled or cut to ``--episodes``; without either they are ``eval-0 .. eval-{N-1}``.
+``--top-k 1`` decodes greedily (the model's most likely answer) instead of sampling.
 ``--out`` writes one JSON line per episode: its seed, reward, metrics, turns (model text, parsed
 action, env answer, turn reward), token counts and the whole text.
 
@@ -47,6 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_model_arguments(parser)
     add_config_arguments(parser)
     parser.add_argument("--episodes", type=int, default=None, help="number of episodes (default: all seeds, or 64)")
+    parser.add_argument(
+        "--top-k", type=int, help="sample among the K most likely tokens only; 1: greedy decoding (default: all)"
+    )
     parser.add_argument("--batch-size", type=int, default=64, help="episodes per batch (default 64)")
     parser.add_argument("--out", help="write one JSON line per episode to this file")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -66,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if not 0.0 <= args.max_failure_rate <= 1.0:
         raise UsageError(f"--max-failure-rate must be in [0, 1], got {args.max_failure_rate}")
+    if args.top_k is not None and args.top_k < 1:
+        raise UsageError(f"--top-k must be at least 1 (1: greedy decoding), got {args.top_k}")
     factory = env_factory_from_args(args)
     config = config_from_args(args)
     seeds = read_seeds(args.seeds, args.seeds_file, args.episodes)
@@ -84,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         processor=build_processor(args, tokenizer),
         config=config,
         temperature=args.temperature,
+        top_k=args.top_k,
         batch_size=args.batch_size,
         progress=args.progress,
         autocast_dtype=torch.bfloat16 if args.bf16 else None,
