@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     before = None if args.skip_before else evaluate_held_out(model, "before")
     # --greedy-eval: also the policy's most likely answers (greedy decoding), as a trained model is usually used;
     # before training, since training adds its adapter to ``model`` itself
-    greedy_before = evaluate_held_out(model, "before_greedy", top_k=1) if args.greedy_eval and before is not None else None
+    greedy_before = None
+    if args.greedy_eval and before is not None:
+        greedy_before = evaluate_held_out(model, "before_greedy", top_k=1)
     trainer, train_seconds = train_policy(args, plan, env_factory, model, tokenizer, processor, bf16, out)
     after = evaluate_held_out(trainer.model, "after")
     greedy_after = evaluate_held_out(trainer.model, "after_greedy", top_k=1) if args.greedy_eval else None
