@@ -264,12 +264,9 @@ def table(runs: dict[str, list[dict[str, Any]]]) -> str:
     ]
     for method in sorted(runs, key=lambda m: -statistics.fmean(r["heldout_success"] for r in runs[m])):
         rows = sorted(runs[method], key=lambda r: r["seed"])
-        values = [r["heldout_success"] for r in rows]
-        spread = f" ± {statistics.stdev(values):.3f}" if len(values) > 1 else ""
         right = [r.get("heldout_metrics", {}).get("right_door") for r in rows]
         lines.append(
-            f"| {method} | {len(rows)} | {statistics.fmean(values):.3f}{spread} | "
-            f"{', '.join(f'{v:.3f}' for v in values)} | "
+            f"| {method} | {len(rows)} | {_mean_and_values([r['heldout_success'] for r in rows])}"
             f"{_mean_and_values([r.get('heldout_greedy_success') for r in rows]) * greedy}"
             f"{(', '.join(_or_dash(v, '{:.3f}') for v in right) + ' | ') * doors}"
             f"{', '.join(str(r['steps']) for r in rows)} | "
