@@ -41,6 +41,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--eval-episodes", type=int, help="held-out episodes per evaluation (default 128)")
     parser.add_argument("--lr", type=float, help="learning rate (default 5e-4)")
     parser.add_argument(
+        "--lr-decay",
+        choices=("steps", "minutes"),
+        help="learning rate schedule: steps (TRL's linear decay over max steps, which a run bounded by minutes "
+        "never nears, so it stays flat) or minutes (linearly to 0 over --minutes); default steps",
+    )
+    parser.add_argument(
         "--answer-prefix",
         default=ANSWER_PREFIX,
         help=f"prefilled start of every model turn (default {ANSWER_PREFIX!r}; '' for none)",
@@ -155,6 +161,7 @@ def plan_from_args(args: argparse.Namespace) -> DemoPlan:
     plan = DemoPlan.smoke() if args.smoke else DemoPlan.full(args.minutes)
     plan.eval_episodes = args.eval_episodes or plan.eval_episodes
     plan.lr = args.lr or plan.lr
+    plan.lr_decay = args.lr_decay or plan.lr_decay
     plan.num_generations = args.generations or plan.num_generations
     plan.prompts_per_step = args.prompts_per_step or plan.prompts_per_step
     plan.beta = plan.beta if args.beta is None else args.beta

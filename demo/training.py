@@ -41,6 +41,7 @@ def train_policy(
     settings = TrainSettings(
         steps=args.max_steps or plan.max_steps,
         lr=plan.lr,
+        lr_decay=plan.lr_decay,
         beta=plan.beta,
         temperature=plan.temperature,
         num_generations=plan.num_generations,
@@ -77,6 +78,7 @@ def train_policy(
     method += "".join(f", {key} {value}" for key, value in recipe_args(plan).items())
     method += f", beta {plan.beta:g}" if plan.beta else ""
     method += f", temperature {plan.temperature:g}" if plan.temperature != 1.0 else ""
+    method += f", lr {plan.lr:g}" + (" decaying to 0 over the minutes" if plan.lr_decay == "minutes" else "")
     method += ", secrets rotating through the doors" if args.balanced_doors else ""
     print(
         f"\n== training with GRPO ({method}) for at most {plan.minutes:g} minutes "

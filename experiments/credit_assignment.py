@@ -105,6 +105,9 @@ METHODS["turn_kl_0.04_balanced"] = [
 
 # the demo's recipe with the LM head scoring every position, as TRL 1.16 does on CPU: the same-machine control for
 # the default, which scores only the sampled tokens (the same training, about 1.5x the steps per minute)
+# the learning rate decays to 0 over the run's minutes (TRL's decays over max_steps, flat in a 10-minute run)
+METHODS["kl_0.04_decay"] = [*METHODS["kl_0.04"], "--lr-decay", "minutes"]
+METHODS["kl_0.04_decay_1e-3"] = [*METHODS["kl_0.04_decay"], "--lr", "1e-3"]  # the same mean rate as 5e-4 flat
 METHODS["kl_0.04_every_position"] = [*METHODS["kl_0.04"], "--score-every-position"]
 
 

@@ -57,6 +57,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--steps", type=int, default=20, help="optimizer steps (default 20)")
     parser.add_argument("--max-minutes", type=float, default=None, help="stop after this much training wall time")
     parser.add_argument("--lr", type=float, default=2e-4, help="learning rate (default 2e-4)")
+    parser.add_argument(
+        "--lr-decay",
+        choices=("steps", "minutes"),
+        default="steps",
+        help="steps: TRL's linear decay over --steps (default); minutes: linearly to 0 over --max-minutes",
+    )
     parser.add_argument("--num-generations", type=int, default=8, help="episodes per seed (GRPO group size)")
     parser.add_argument("--prompts-per-step", type=int, default=2, help="seeds per optimizer step (default 2)")
     parser.add_argument("--lora-r", type=int, default=16, help="LoRA rank on all linear layers; 0 = full fine-tuning")
@@ -115,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         beta=args.beta,
         temperature=args.temperature,
         max_minutes=args.max_minutes,
+        lr_decay=args.lr_decay,
         seed=args.seed,
         output_dir=args.output_dir,
         report_to=args.report_to,

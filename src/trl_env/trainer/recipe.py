@@ -11,7 +11,6 @@ Example:
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +19,8 @@ from typing import Any
 from transformers import TrainerCallback
 
 from trl_env.engine.config import RolloutConfig
-from trl_env.trainer.setting_checks import check_tree_credit
+from trl_env.trainer.setting_checks import check_lr_decay, check_tree_credit
+from trl_env.trainer.wall_clock import LinearDecayOverMinutes, TimeLimit
 
 DEFAULT_COMPLETION_TOKENS = 1024  # the episode token budget when settings.rollout.max_completion_tokens is None
 
@@ -42,6 +42,7 @@ class TrainSettings:
     beta: float = 0.0
     temperature: float = 1.0
     max_minutes: float | None = None
+    lr_decay: str = "steps"  # "steps": lr_scheduler_type over max_steps (TRL's); "minutes": to 0 over max_minutes
     seed: int = 0
     output_dir: str = "outputs/train"
     report_to: str = "none"
@@ -60,32 +61,6 @@ class TrainSettings:
     def batch_size(self) -> int:
         """Episodes per optimizer step."""
         return self.num_generations * self.prompts_per_step
-
-
-class TimeLimit(TrainerCallback):
-    """Stops training once another step would likely end past ``minutes`` of wall time.
-
-    Example:
-        >>> TimeLimit(0.5).budget_s
-        30.0
-    """
-
-    def __init__(self, minutes: float) -> None:
-        self.budget_s = 60.0 * minutes
-        self.start: float | None = None
-        self.step_times: list[float] = []
-
-    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.start = self._last = time.perf_counter()
-
-    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        now = time.perf_counter()
-        self.step_times.append(now - self._last)
-        self._last = now
-        recent = self.step_times[-3:]
-        expected = sum(recent) / len(recent)
-        if now - (self.start or now) + 0.5 * expected >= self.budget_s:
-            control.should_training_stop = True
 
 
 def build_trainer(
@@ -126,6 +101,7 @@ def build_trainer(
     from trl_env.trainer.sampled_token_scoring import SampledTokenGRPOTrainer
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    check_lr_decay(settings.lr_decay, settings.max_minutes)
     config = grpo_config(settings)
     model = with_lora(model, settings)
     if processor is None:
@@ -141,6 +117,8 @@ def build_trainer(
     all_callbacks = list(callbacks)
     if settings.max_minutes is not None:
         all_callbacks.append(TimeLimit(settings.max_minutes))
+    if settings.lr_decay == "minutes":
+        all_callbacks.append(LinearDecayOverMinutes(settings.max_minutes))  # type: ignore[arg-type]  # checked above
     check_tree_credit(settings.rollout.tree, settings.advantage, settings.num_generations)  # now, not at step 1
     trainer_class: Any = SampledTokenGRPOTrainer  # GRPOTrainer scoring only the sampled tokens
     extra: dict[str, Any] = {}

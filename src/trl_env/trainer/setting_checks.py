@@ -8,6 +8,7 @@ these, so a combination is refused with the same message whichever path builds t
 * :func:`check_tree_credit`: tree rollouts and the ``"tree"`` advantage go together, and the group size
   must be a multiple of the tree's leaves per root.
 * :func:`check_turn_samples`: per-turn histories need a trainer that trains turn samples, and no KL term.
+* :func:`check_lr_decay`: a learning rate that decays over minutes needs the minutes.
 
 Example:
     >>> from trl_env.engine.tree import TreeShape
@@ -108,3 +109,30 @@ def check_turn_samples(config: RolloutConfig, trainer: Any) -> None:
 def trainer_advantage(trainer: Any) -> str:
     """The credit assignment of a trainer: ``TurnLevelGRPOTrainer``'s ``advantage_mode``, else ``"episode"``."""
     return getattr(trainer, "advantage_mode", "episode")
+
+
+def check_lr_decay(lr_decay: str, max_minutes: float | None) -> None:
+    """Refuse a learning-rate decay (``TrainSettings.lr_decay``) that is unknown or lacks its budget.
+
+    Args:
+        lr_decay: ``"steps"`` (the ``lr_scheduler_type`` over ``max_steps``, TRL's) or ``"minutes"`` (linearly to
+            0 over ``max_minutes``, :class:`~trl_env.trainer.wall_clock.LinearDecayOverMinutes`).
+        max_minutes: the run's wall-time budget, or None.
+
+    Raises:
+        ConfigError: an unknown ``lr_decay``, or ``"minutes"`` without a positive ``max_minutes``.
+
+    Example:
+        >>> check_lr_decay("minutes", max_minutes=10.0)
+        >>> check_lr_decay("minutes", max_minutes=None)
+        Traceback (most recent call last):
+        ...
+        trl_env.errors.ConfigError: lr_decay='minutes' decays the learning rate over max_minutes, which is None: ...
+    """
+    if lr_decay not in ("steps", "minutes"):
+        raise ConfigError(f"lr_decay={lr_decay!r} is not one of 'steps' (over max_steps) or 'minutes'")
+    if lr_decay == "minutes" and not (max_minutes and max_minutes > 0):
+        raise ConfigError(
+            f"lr_decay='minutes' decays the learning rate over max_minutes, which is {max_minutes}: set "
+            "TrainSettings.max_minutes (trl-env train --max-minutes) or use lr_decay='steps'"
+        )
