@@ -47,6 +47,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "never nears, so it stays flat) or minutes (linearly to 0 over --minutes); default steps",
     )
     parser.add_argument(
+        "--keep-best",
+        action="store_true",
+        help="end training on the weights that sampled the best 6-step stretch of training success, not the last",
+    )
+    parser.add_argument(
         "--answer-prefix",
         default=ANSWER_PREFIX,
         help=f"prefilled start of every model turn (default {ANSWER_PREFIX!r}; '' for none)",
@@ -162,6 +167,7 @@ def plan_from_args(args: argparse.Namespace) -> DemoPlan:
     plan.eval_episodes = args.eval_episodes or plan.eval_episodes
     plan.lr = args.lr or plan.lr
     plan.lr_decay = args.lr_decay or plan.lr_decay
+    plan.keep_best = args.keep_best or plan.keep_best
     plan.num_generations = args.generations or plan.num_generations
     plan.prompts_per_step = args.prompts_per_step or plan.prompts_per_step
     plan.beta = plan.beta if args.beta is None else args.beta

@@ -44,6 +44,7 @@ class DemoPlan:
     history: str = "full"  # what each model turn sees of earlier turns (RolloutConfig.history, docs/history.md)
     history_window: int = 4  # history "window": the earlier turns each prompt keeps
     lr: float = 5e-4
+    keep_best: bool = False  # end on the weights of the best 6-step stretch of training success (trainer.keep_best)
     lr_decay: str = "steps"  # "steps": TRL's linear decay over max_steps (flat in a minutes-bound run); "minutes"
     beta: float = 0.0  # KL penalty to the model before training (0: no reference model to run)
     temperature: float = 1.0  # training's sampling temperature; evaluation samples at 1

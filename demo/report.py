@@ -133,6 +133,7 @@ def write_report(
         print(f"\n== decoded greedily (the most likely answer each turn), {heldout_episodes} held-out episodes")
         print(comparison_table(*greedy))
     plot_reward_curve(trainer.state.log_history, before, after, out / "reward_curve.png")
+    from trl_env.trainer.keep_best import kept_best
     from trl_env.viewer import write_page
 
     # the held-out episodes before and after, on one page (filter by step: 0 = before, 1 = after)
@@ -165,6 +166,7 @@ def write_report(
             for label, evaluation in zip(("before", "after"), greedy, strict=True)
             if evaluation is not None
         },
+        "kept_best": kept_best(trainer),  # --keep-best: the step whose weights were evaluated (None: the last)
         "plan": plan.__dict__,
         "grpo": {key: getattr(trainer.args, key) for key in GRPO_RECORDED},  # as the trainer ran, defaults included
     }

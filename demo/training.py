@@ -21,6 +21,7 @@ from demo.plan import DemoPlan
 from demo.tasks import TASKS
 from examples.guess_number import train_seeds
 from examples.vault_doors import interleave_doors
+from trl_env.trainer.keep_best import kept_best
 from trl_env.trainer.recipe import TrainSettings, build_trainer
 
 
@@ -42,6 +43,7 @@ def train_policy(
         steps=args.max_steps or plan.max_steps,
         lr=plan.lr,
         lr_decay=plan.lr_decay,
+        keep_best="env/success_rate" if plan.keep_best else None,
         beta=plan.beta,
         temperature=plan.temperature,
         num_generations=plan.num_generations,
@@ -79,6 +81,7 @@ def train_policy(
     method += f", beta {plan.beta:g}" if plan.beta else ""
     method += f", temperature {plan.temperature:g}" if plan.temperature != 1.0 else ""
     method += f", lr {plan.lr:g}" + (" decaying to 0 over the minutes" if plan.lr_decay == "minutes" else "")
+    method += ", ending on the best 6-step stretch of training success" if plan.keep_best else ""
     method += ", secrets rotating through the doors" if args.balanced_doors else ""
     print(
         f"\n== training with GRPO ({method}) for at most {plan.minutes:g} minutes "
@@ -90,6 +93,13 @@ def train_policy(
     for entry in trainer.state.log_history:
         if "reward" in entry:
             print(f"step {entry['step']:>3}  reward {entry['reward']:.3f}")
+    if (kept := kept_best(trainer)) is not None:
+        print(
+            f"kept the weights that sampled step {kept['step']} of {kept['steps']} (running {kept['metric']} "
+            f"{kept['best']} over {kept['window']} steps)"
+            if kept["restored"]
+            else f"kept the last weights: fewer than {kept['window']} steps were logged"
+        )
     return trainer, train_seconds
 
 

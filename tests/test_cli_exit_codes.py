@@ -130,6 +130,12 @@ def test_kwargs_that_do_not_fit_the_factory_exit_2_before_the_model_loads(tmp_pa
     assert message in _one_line(capsys.readouterr().err)
 
 
+def test_a_learning_rate_decay_over_minutes_without_the_minutes_exits_2_before_the_model_loads(tmp_path, capsys):
+    argv = ["train", "--env", "examples.guess_number:GuessNumberEnv", "--model", str(tmp_path / "none")]
+    assert main([*argv, "--lr-decay", "minutes", *SMALL]) == 2
+    assert "lr_decay='minutes' decays the learning rate over max_minutes, which is None" in capsys.readouterr().err
+
+
 def test_fitting_kwargs_of_a_partial_and_a_callable_object_run(tiny_model_dir, capsys):
     for env in ("tests.envs.flaky:counting_two", "tests.envs.flaky:make_counting"):
         assert main(_eval(tiny_model_dir, env, "--env-kwargs", '{"turns": 1}', "--episodes", "1", "--json")) == 0

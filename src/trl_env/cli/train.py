@@ -39,6 +39,9 @@ from trl_env.cli.arguments import (
     read_seeds,
 )
 from trl_env.cli.env_factory import add_env_arguments, env_factory_from_args
+from trl_env.cli.usage import UsageError
+from trl_env.errors import ConfigError
+from trl_env.trainer.setting_checks import check_lr_decay
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -62,6 +65,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=("steps", "minutes"),
         default="steps",
         help="steps: TRL's linear decay over --steps (default); minutes: linearly to 0 over --max-minutes",
+    )
+    parser.add_argument(
+        "--keep-best",
+        metavar="METRIC",
+        help="end on the weights that sampled the best 6-step running mean of this logged metric, e.g. "
+        "env/success_rate (default: the last weights)",
     )
     parser.add_argument("--num-generations", type=int, default=8, help="episodes per seed (GRPO group size)")
     parser.add_argument("--prompts-per-step", type=int, default=2, help="seeds per optimizer step (default 2)")
@@ -100,6 +109,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Load the model, train, save the merged model and the log history."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:  # before the model loads
+        check_lr_decay(args.lr_decay, args.max_minutes)
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
     factory = env_factory_from_args(args)
     config = config_from_args(args)
     num_seeds = args.num_seeds if args.num_seeds is not None else (None if args.seeds or args.seeds_file else 1024)
@@ -122,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
         temperature=args.temperature,
         max_minutes=args.max_minutes,
         lr_decay=args.lr_decay,
+        keep_best=args.keep_best,
         seed=args.seed,
         output_dir=args.output_dir,
         report_to=args.report_to,

@@ -19,6 +19,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from trl_env.engine.config import RolloutConfig
+from trl_env.trainer.keep_best import KeepBestWeights
 from trl_env.trainer.setting_checks import check_lr_decay, check_tree_credit
 from trl_env.trainer.wall_clock import LinearDecayOverMinutes, TimeLimit
 
@@ -42,6 +43,8 @@ class TrainSettings:
     beta: float = 0.0
     temperature: float = 1.0
     max_minutes: float | None = None
+    keep_best: str | None = None  # a logged metric: the weights of its best running mean are restored at the end
+    keep_best_window: int = 6  # steps in that running mean (trl_env.trainer.keep_best)
     lr_decay: str = "steps"  # "steps": lr_scheduler_type over max_steps (TRL's); "minutes": to 0 over max_minutes
     seed: int = 0
     output_dir: str = "outputs/train"
@@ -119,6 +122,8 @@ def build_trainer(
         all_callbacks.append(TimeLimit(settings.max_minutes))
     if settings.lr_decay == "minutes":
         all_callbacks.append(LinearDecayOverMinutes(settings.max_minutes))  # type: ignore[arg-type]  # checked above
+    if settings.keep_best is not None:
+        all_callbacks.append(KeepBestWeights(settings.keep_best, settings.keep_best_window))
     check_tree_credit(settings.rollout.tree, settings.advantage, settings.num_generations)  # now, not at step 1
     trainer_class: Any = SampledTokenGRPOTrainer  # GRPOTrainer scoring only the sampled tokens
     extra: dict[str, Any] = {}
