@@ -8,10 +8,10 @@ after it stays held out.
 
 Example:
     >>> keep = KeepBestWeights(window=2)
-    >>> for success in (0.25, 0.75, 0.5, 0.0):
-    ...     keep.record(success)
+    >>> [keep.record(success) for success in (0.25, 0.75, 0.5, 0.0)]  # True: a new best running mean
+    [False, True, True, False]
     >>> keep.best, keep.best_index
-    (0.625, 2)
+    (0.625, 3)
 """
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ class KeepBestWeights(TrainerCallback):
         if not logs or "loss" not in logs:  # a step's log, not the end-of-training summary
             return
         if self.metric not in logs:
-            known = ", ".join(sorted(key for key in logs if "/" in key)[:12])
-            raise ConfigError(f"KeepBestWeights: the trainer's logs have no {self.metric!r}; logged are {known}, ...")
+            known = ", ".join(sorted(logs, key=lambda key: (not key.startswith("env/"), key)))  # the env's first
+            raise ConfigError(f"KeepBestWeights: the trainer's logs have no {self.metric!r}; logged are {known}")
         if self.record(logs[self.metric]):
             self._kept, self.best_step = self._step_start, state.global_step
 
