@@ -102,6 +102,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--epsilon-high", type=float, help="upper clip of the ratio, 'clip-higher' (default TRL's: epsilon, 0.2)"
     )
+    parser.add_argument(
+        "--num-iterations",
+        type=int,
+        help="optimizer steps on each batch of episodes, TRL's num_iterations (default 1: each batch trains once)",
+    )
     parser.add_argument("--gamma", type=float, default=1.0, help="discount of later turns (turn and anchor modes)")
     parser.add_argument("--max-steps", type=int, help="stop after N optimizer steps (default: --minutes decides)")
     parser.add_argument(
@@ -173,6 +178,7 @@ def plan_from_args(args: argparse.Namespace) -> DemoPlan:
     plan.beta = plan.beta if args.beta is None else args.beta
     plan.temperature = args.temperature or plan.temperature
     plan.loss_type, plan.epsilon_high = args.loss_type, args.epsilon_high
+    plan.num_iterations = args.num_iterations or plan.num_iterations
     plan.history, plan.history_window = args.history, args.history_window
     plan.max_completion_tokens = args.max_completion_tokens or plan.max_completion_tokens
     if not args.smoke:

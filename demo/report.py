@@ -25,6 +25,7 @@ GRPO_RECORDED = (
     "loss_type",
     "epsilon",
     "epsilon_high",
+    "num_iterations",
     "beta",
     "temperature",
     "num_generations",

@@ -126,12 +126,14 @@ def training_seeds(seed: int, balanced_doors: bool = False) -> list[str]:
 
 
 def recipe_args(plan: DemoPlan) -> dict[str, Any]:
-    """The GRPO settings the plan changes from TRL's defaults (``loss_type``, ``epsilon_high``), as ``GRPOConfig``
-    keywords.
+    """The GRPO settings the plan changes from TRL's defaults (``loss_type``, ``epsilon_high``, ``num_iterations``),
+    as ``GRPOConfig`` keywords.
 
     Example:
-        >>> recipe_args(DemoPlan.full(10)), recipe_args(DemoPlan(10, 1, 1, 8, 2, loss_type="grpo"))
-        ({}, {'loss_type': 'grpo'})
+        >>> recipe_args(DemoPlan.full(10)), recipe_args(DemoPlan(10, 1, 1, 8, 2, loss_type="grpo", num_iterations=2))
+        ({}, {'loss_type': 'grpo', 'num_iterations': 2})
     """
     found = {"loss_type": plan.loss_type, "epsilon_high": plan.epsilon_high}
+    if plan.num_iterations != 1:
+        found["num_iterations"] = plan.num_iterations
     return {key: value for key, value in found.items() if value is not None}

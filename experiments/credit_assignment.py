@@ -105,10 +105,14 @@ METHODS["turn_kl_0.04_balanced"] = [
 
 # the demo's recipe with the LM head scoring every position, as TRL 1.16 does on CPU: the same-machine control for
 # the default, which scores only the sampled tokens (the same training, about 1.5x the steps per minute)
+METHODS["kl_0.04_every_position"] = [*METHODS["kl_0.04"], "--score-every-position"]
 # the learning rate decays to 0 over the run's minutes (TRL's decays over max_steps, flat in a 10-minute run)
 METHODS["kl_0.04_decay"] = [*METHODS["kl_0.04"], "--lr-decay", "minutes"]
 METHODS["kl_0.04_decay_1e-3"] = [*METHODS["kl_0.04_decay"], "--lr", "1e-3"]  # the same mean rate as 5e-4 flat
-METHODS["kl_0.04_every_position"] = [*METHODS["kl_0.04"], "--score-every-position"]
+# two optimizer steps on each batch of episodes (TRL's num_iterations): the second step's ratio is no longer 1, so
+# the clip acts, at TRL's 0.2 or raised above ("clip-higher", DAPO's 0.28)
+METHODS["kl_0.04_mu2"] = [*METHODS["kl_0.04"], "--num-iterations", "2"]
+METHODS["kl_0.04_mu2_clip_higher"] = [*METHODS["kl_0.04_mu2"], "--epsilon-high", "0.28"]
 
 
 def run(

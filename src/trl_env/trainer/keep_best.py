@@ -32,7 +32,8 @@ class KeepBestWeights(TrainerCallback):
     of the trainable parameters (a LoRA adapter: a few MB) is taken as each step begins, and kept when the
     running mean of ``metric`` over the last ``window`` logged steps reaches a new high (ties keep the earlier
     step). With pipelined rollouts (``max_staleness`` > 0) the episodes were sampled up to that many steps
-    earlier than the weights kept. The trainer must log every step (``logging_steps=1``, the recipe's).
+    earlier than the weights kept. With ``num_iterations`` > 1 only the steps that sample a batch log the env's
+    metrics, and only they are counted. The trainer must log every step (``logging_steps=1``, the recipe's).
 
     Args:
         metric: a key of the trainer's logs, higher is better (default ``"env/success_rate"``).
@@ -74,6 +75,8 @@ class KeepBestWeights(TrainerCallback):
         if not logs or "loss" not in logs:  # a step's log, not the end-of-training summary
             return
         if self.metric not in logs:
+            if self.values:  # a step that trained on earlier episodes again (num_iterations > 1) logs no env metric
+                return
             known = ", ".join(sorted(logs, key=lambda key: (not key.startswith("env/"), key)))  # the env's first
             raise ConfigError(f"KeepBestWeights: the trainer's logs have no {self.metric!r}; logged are {known}")
         if self.record(logs[self.metric]):
