@@ -113,6 +113,8 @@ METHODS["kl_0.04_decay_1e-3"] = [*METHODS["kl_0.04_decay"], "--lr", "1e-3"]  # t
 # the clip acts, at TRL's 0.2 or raised above ("clip-higher", DAPO's 0.28)
 METHODS["kl_0.04_mu2"] = [*METHODS["kl_0.04"], "--num-iterations", "2"]
 METHODS["kl_0.04_mu2_clip_higher"] = [*METHODS["kl_0.04_mu2"], "--epsilon-high", "0.28"]
+# training ends on the weights that sampled the best 6-step stretch of training success, not on the last ones
+METHODS["kl_0.04_keep_best"] = [*METHODS["kl_0.04"], "--keep-best"]
 
 
 def run(

@@ -93,13 +93,14 @@ def test_demo_recipe_flags_reach_the_trainer(tiny_model_dir, tmp_path):
     out = tmp_path / "demo"
     args = ["--smoke", "--model", str(tiny_model_dir), "--out-dir", str(out), "--threads", "2", "--skip-before"]
     recipe = ["--loss-type", "grpo", "--epsilon-high", "0.28", "--beta", "0.04", "--temperature", "0.7"]
-    recipe += ["--lr-decay", "minutes", "--keep-best"]
+    recipe += ["--lr-decay", "minutes", "--keep-best", "--num-iterations", "2"]
     assert _load_demo().main([*args, *recipe, "--generations", "4", "--prompts-per-step", "1"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["grpo"] == {
         "loss_type": "grpo",
         "epsilon": 0.2,
         "epsilon_high": 0.28,
+        "num_iterations": 2,
         "beta": 0.04,
         "temperature": 0.7,
         "num_generations": 4,
@@ -110,9 +111,13 @@ def test_demo_recipe_flags_reach_the_trainer(tiny_model_dir, tmp_path):
     assert any("kl" in entry for entry in log)  # beta > 0: TRL logs the KL to the reference
     rates = [entry["learning_rate"] for entry in log if "learning_rate" in entry]
     assert rates[0] == 5e-4 and rates[1] < 5e-4  # decaying over the smoke plan's 5 minutes, not its 2 steps
-    # 2 steps are fewer than the 6 of a running mean: the last weights stay
+    # num_iterations 2: the second step trains on the first step's episodes again, so only the first plays any
+    assert [("env/success_rate" in entry, "loss" in entry) for entry in log if "step_time" in entry] == [
+        (True, True), (False, True)
+    ]  # fmt: skip
+    # 1 batch of episodes is fewer than the 6 of a running mean: the last weights stay
     assert summary["kept_best"] == {
-        "metric": "env/success_rate", "window": 6, "best": None, "step": None, "restored": False, "steps": 2
+        "metric": "env/success_rate", "window": 6, "best": None, "step": None, "restored": False, "steps": 1
     }  # fmt: skip
 
 

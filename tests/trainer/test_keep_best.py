@@ -12,6 +12,7 @@ from transformers import TrainerCallback
 from trl_env import make_rollout_func
 from trl_env.errors import ConfigError
 from trl_env.trainer.keep_best import KeepBestWeights, kept_best
+from trl_env.trainer.sampled_token_scoring import SampledTokenGRPOTrainer
 
 
 class WeightsSeen(TrainerCallback):
@@ -56,3 +57,21 @@ def test_a_metric_the_trainer_does_not_log_is_named_at_the_first_step(tiny_qwen3
     )  # fmt: skip
     with pytest.raises(ConfigError, match=r"the trainer's logs have no 'env/succes_rate'; logged are .*env/"):
         trainer.train()
+
+
+def test_with_num_iterations_only_the_steps_that_sampled_episodes_are_ranked(tiny_qwen3, qwen3_tokenizer, tmp_path):
+    seen, keep = WeightsSeen(), KeepBestWeights(metric="reward", window=1)
+    rollout_func = make_rollout_func(ThreeTurnEnv, max_turns=3, max_turn_tokens=4)
+    trainer = make_trainer(
+        copy.deepcopy(tiny_qwen3), qwen3_tokenizer, rollout_func, tmp_path, steps=4, callbacks=[seen, keep],
+        trainer_class=SampledTokenGRPOTrainer, num_iterations=2,
+    )  # fmt: skip
+    trainer.train()
+    logged = [entry.get("reward") for entry in trainer.state.log_history if "loss" in entry]
+    assert [reward is not None for reward in logged] == [True, False, True, False]  # steps 2 and 4 reuse a batch
+    best = 0 if logged[0] >= logged[2] else 2  # ties: the earlier
+    assert kept_best(trainer)["step"] == best + 1 and kept_best(trainer)["steps"] == 2
+    assert _same(seen.at_step_start[best], trainer.model)
+    # a batch's first pass is computed by the weights that sampled it: its ratio is 1, nothing is clipped
+    clipped = [entry["clip_ratio/region_mean"] for entry in trainer.state.log_history if "loss" in entry]
+    assert clipped[0] == 0 and clipped[2] == 0
