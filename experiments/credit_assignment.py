@@ -161,8 +161,8 @@ def smooth(values: list[float], window: int = 3) -> list[float]:
 def first_reach(
     success: list[float], minutes: list[float], level: float = REACH, window: int = SMOOTHING
 ) -> tuple[int | None, float | None]:
-    """(step, training minutes) at which the running mean of the last ``window`` steps' training success first
-    reaches ``level``; (None, None) if it never does. Only full windows count, so one lucky early step (2
+    """(point, training minutes) at which the running mean of the last ``window`` points' training success first
+    reaches ``level`` (points count from 1: the steps that played episodes); (None, None) if it never does. Only full windows count, so one lucky early step (2
     secrets) cannot reach it alone."""
     for index in range(window - 1, len(success)):
         if statistics.fmean(success[index - window + 1 : index + 1]) >= level:
@@ -170,15 +170,24 @@ def first_reach(
     return None, None
 
 
-def training_curve(history: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
-    """(training minutes at the end of each step, that step's training-episode success rate)."""
-    minutes, success, elapsed = [], [], 0.0
+def training_curve(history: list[dict[str, Any]]) -> tuple[list[float], list[float], list[int]]:
+    """(training minutes at the end of each step that played episodes, their success rate, the optimizer step).
+
+    With ``--num-iterations`` > 1 the steps that train a batch again play none, but their time counts.
+
+    Example:
+        >>> training_curve([{"step": 1, "step_time": 30, "env/success_rate": 0.5}, {"step": 2, "step_time": 30},
+        ...                 {"step": 3, "step_time": 60, "env/success_rate": 1.0}, {"train_runtime": 120}])
+        ([0.5, 2.0], [0.5, 1.0], [1, 3])
+    """
+    minutes, success, steps, elapsed = [], [], [], 0.0
     for entry in history:
+        elapsed += entry.get("step_time", 0) / 60
         if "env/success_rate" in entry:
-            elapsed += entry["step_time"] / 60
             minutes.append(elapsed)
             success.append(entry["env/success_rate"])
-    return minutes, success
+            steps.append(entry["step"])
+    return minutes, success, steps
 
 
 def group_means(history: list[dict[str, Any]]) -> dict[str, float]:
@@ -224,8 +233,9 @@ def collect(folder: Path = RUNS) -> dict[str, list[dict[str, Any]]]:
         method, seed = summary_path.parent.name.rsplit("-seed", 1)
         summary = json.loads(summary_path.read_text())
         history = json.loads((summary_path.parent / "log_history.json").read_text())
-        minutes, success = training_curve(history)
-        reach_step, reach_minutes = first_reach(success, minutes)
+        minutes, success, steps = training_curve(history)
+        reach_point, reach_minutes = first_reach(success, minutes)
+        reach_step = steps[reach_point - 1] if reach_point is not None else None  # an optimizer step
         runs.setdefault(method, []).append(
             {
                 "seed": int(seed),
