@@ -162,8 +162,8 @@ def first_reach(
     success: list[float], minutes: list[float], level: float = REACH, window: int = SMOOTHING
 ) -> tuple[int | None, float | None]:
     """(point, training minutes) at which the running mean of the last ``window`` points' training success first
-    reaches ``level`` (points count from 1: the steps that played episodes); (None, None) if it never does. Only full windows count, so one lucky early step (2
-    secrets) cannot reach it alone."""
+    reaches ``level`` (points count from 1: the steps that played episodes); (None, None) if it never does.
+    Only full windows count, so one lucky early step (2 secrets) cannot reach it alone."""
     for index in range(window - 1, len(success)):
         if statistics.fmean(success[index - window + 1 : index + 1]) >= level:
             return index + 1, minutes[index]
