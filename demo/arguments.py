@@ -177,8 +177,7 @@ def plan_from_args(args: argparse.Namespace) -> DemoPlan:
     plan.prompts_per_step = args.prompts_per_step or plan.prompts_per_step
     plan.beta = plan.beta if args.beta is None else args.beta
     plan.temperature = args.temperature or plan.temperature
-    plan.loss_type, plan.epsilon_high = args.loss_type, args.epsilon_high
-    plan.num_iterations = args.num_iterations or plan.num_iterations
+    plan.loss_type, plan.epsilon_high, plan.num_iterations = args.loss_type, args.epsilon_high, args.num_iterations
     plan.history, plan.history_window = args.history, args.history_window
     plan.max_completion_tokens = args.max_completion_tokens or plan.max_completion_tokens
     if not args.smoke:

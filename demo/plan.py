@@ -50,7 +50,7 @@ class DemoPlan:
     temperature: float = 1.0  # training's sampling temperature; evaluation samples at 1
     loss_type: str | None = None  # TRL's GRPO loss (None: TRL's default, "dapo")
     epsilon_high: float | None = None  # the upper clip ("clip-higher"; None: TRL's default, the lower clip 0.2)
-    num_iterations: int = 1  # optimizer steps per batch of episodes (TRL's, the GRPO paper's mu; 1: TRL's default)
+    num_iterations: int | None = None  # optimizer steps per batch of episodes (the GRPO paper's mu; None: TRL's 1)
     lora_r: int = 16
     eval_batch_size: int = 32
 

@@ -133,7 +133,5 @@ def recipe_args(plan: DemoPlan) -> dict[str, Any]:
         >>> recipe_args(DemoPlan.full(10)), recipe_args(DemoPlan(10, 1, 1, 8, 2, loss_type="grpo", num_iterations=2))
         ({}, {'loss_type': 'grpo', 'num_iterations': 2})
     """
-    found = {"loss_type": plan.loss_type, "epsilon_high": plan.epsilon_high}
-    if plan.num_iterations != 1:
-        found["num_iterations"] = plan.num_iterations
+    found = {"loss_type": plan.loss_type, "epsilon_high": plan.epsilon_high, "num_iterations": plan.num_iterations}
     return {key: value for key, value in found.items() if value is not None}
